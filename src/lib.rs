@@ -1,0 +1,10 @@
+//! nodedown: kill nodes under stateful workloads on real Kubernetes clusters and measure, with
+//! evidence, how long recovery takes.
+//!
+//! Pure core (no clock, no I/O beyond reading the files given): `spec`, `plan`, `timeline`,
+//! `verdict`, `report`. Effectful edge: `cluster`, `faults`, `remediation`, `observe`,
+//! `workload`. `runner` is the only module that sees both sides; `cli` sits on top.
+pub mod plan;
+pub mod report;
+pub mod spec;
+pub mod timeline;

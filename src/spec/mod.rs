@@ -1,0 +1,3 @@
+//! The experiment format (pure): types in `model`, loading and validation in `load`.
+mod model;
+pub use model::*;
