@@ -8,3 +8,4 @@ pub mod plan;
 pub mod report;
 pub mod spec;
 pub mod timeline;
+pub mod verdict;

@@ -8,14 +8,19 @@ REPO_DIR=$(cd "$TESTENV_DIR/.." && pwd)
 K8S_VERSION=v1.34.4
 ETCD_VERSION=3.6.4
 KIND_VERSION=v0.33.0
-NODE_IMAGE_REV=1 # bump when anything under testenv/node changes
-NODE_IMAGE="nodedown/node:${K8S_VERSION}-r${NODE_IMAGE_REV}"
 
 # Everything expensive lives here, outside the repository.
 CACHE_DIR=${NODEDOWN_CACHE:-/var/cache/nodedown}
 K8S_BIN="$CACHE_DIR/k8s-$K8S_VERSION/nodedown-k8s"
 KIND_BIN="$CACHE_DIR/kind-$KIND_VERSION/kind"
-ROOTFS_TAR="$CACHE_DIR/rootfs-bookworm-r${NODE_IMAGE_REV}.tar"
+# Content keys: a change to a script or file that goes into an output gives it a new name.
+tree_hash() { (cd "$TESTENV_DIR" && find "$@" -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-10); }
+ROOTFS_KEY=$(tree_hash build-rootfs.sh)
+ROOTFS_TAR="$CACHE_DIR/rootfs-bookworm-$ROOTFS_KEY.tar"
+NODE_KEY=$(tree_hash build-rootfs.sh build-node-image.sh node docker/runc-wrapper)
+NODE_IMAGE="nodedown/node:${K8S_VERSION}-${NODE_KEY}"
+# nodedown reads the current node image name from here (or NODEDOWN_NODE_IMAGE).
+NODE_IMAGE_FILE="$CACHE_DIR/node-image"
 # The host directory every node mounts: the "shared" storage that lets a volume follow its pod.
 SHARED_DIR=${NODEDOWN_SHARED_DIR:-/var/lib/nodedown/shared}
 
@@ -25,12 +30,13 @@ step_start=0
 step() { # step NAME: prints the previous step's duration and starts timing a new one
   step_end
   step_name=$1
-  step_start=$(date +%s.%N)
+  step_start=${EPOCHREALTIME/./}
   printf '==> %s\n' "$step_name" >&2
 }
 step_end() {
   if [ "$step_start" != 0 ]; then
-    printf '    %s: %.1fs\n' "$step_name" "$(echo "$(date +%s.%N) - $step_start" | bc)" >&2
+    local us=$(( ${EPOCHREALTIME/./} - step_start ))
+    printf '    %s: %d.%01ds\n' "$step_name" $((us / 1000000)) $((us % 1000000 / 100000)) >&2
     step_start=0
   fi
 }

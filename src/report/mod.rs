@@ -1,3 +1,11 @@
 //! Reports (pure): the result model and its renderers.
 pub mod model;
 pub use model::*;
+pub mod assemble;
+#[cfg(test)]
+mod fixtures;
+pub mod json;
+pub mod junit;
+pub mod markdown;
+pub mod table;
+mod text;

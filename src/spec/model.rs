@@ -1,9 +1,9 @@
 //! The experiment format: what a user writes in `experiments/*.yaml`.
 //!
 //! Strict: every struct denies unknown fields, so a typo is an error that names the field.
-//! Durations are written as `30s`, `5m`, `1m30s` (humantime).
+//! Durations are written as `30s`, `5m`, `1m30s` (see [`duration`]).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -44,7 +44,8 @@ fn one() -> u32 {
 pub struct ClusterSpec {
     #[serde(default)]
     pub provider: Provider,
-    /// kind config file, relative to the experiment file. Default: the fast profile.
+    /// kind config file, relative to the experiment file's directory (kept as written; resolve
+    /// it with [`crate::spec::cluster_config_path`]). Default: the fast profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<PathBuf>,
     /// Cluster name (kind) to create or reuse.
@@ -134,8 +135,12 @@ pub struct Target {
 }
 
 /// What is done about the dead node.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+///
+/// Written as one flat mapping, `{kind: force-delete-pod, after: 30s}`; read through
+/// `RawRemediation` so that a typo in any field is an error with its line (a tagged enum would
+/// lose the location, and would silently accept unknown fields next to `kind: none`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum RemediationSpec {
     #[default]
     None,
@@ -143,21 +148,20 @@ pub enum RemediationSpec {
     /// seen NotReady; with `fence`, make sure the node is powered off first.
     #[serde(rename_all = "camelCase")]
     OutOfServiceTaint {
-        #[serde(default, with = "humantime_serde")]
+        #[serde(serialize_with = "duration::serialize")]
         after: Duration,
-        #[serde(default)]
         fence: bool,
     },
     /// `kubectl delete pod --force --grace-period=0`, `after` the node is seen NotReady.
     #[serde(rename_all = "camelCase")]
     ForceDeletePod {
-        #[serde(default, with = "humantime_serde")]
+        #[serde(serialize_with = "duration::serialize")]
         after: Duration,
     },
     /// Delete the Node object, `after` the node is seen NotReady.
     #[serde(rename_all = "camelCase")]
     DeleteNode {
-        #[serde(default, with = "humantime_serde")]
+        #[serde(serialize_with = "duration::serialize")]
         after: Duration,
     },
 }
@@ -182,17 +186,239 @@ impl RemediationSpec {
     }
 }
 
+/// The remediation as written: one flat mapping. Converted to [`RemediationSpec`] after checking
+/// that each field applies to the chosen `kind`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawRemediation {
+    kind: RemediationKind,
+    #[serde(default)]
+    after: Option<UserDuration>,
+    #[serde(default)]
+    fence: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum RemediationKind {
+    None,
+    OutOfServiceTaint,
+    ForceDeletePod,
+    DeleteNode,
+}
+
+/// Errors about one field of a mapping are written `field `<name>`: <what is wrong>; <what to
+/// do>`, so that the loader can point at that field's line. Used by the remediation reader,
+/// whose checks run once the whole mapping is read.
+pub(crate) const FIELD_ERROR_PREFIX: &str = "field `";
+
+impl RawRemediation {
+    fn check(self) -> Result<RemediationSpec, String> {
+        let field_error = |field: &str, what: &str| format!("{FIELD_ERROR_PREFIX}{field}`: {what}");
+        let after = self.after.map(|d| d.0);
+        match self.kind {
+            RemediationKind::None => {
+                if after.is_some() {
+                    return Err(field_error(
+                        "after",
+                        "remediation `none` takes no action, so it has no delay; remove `after`, or \
+                         choose a kind that acts: `out-of-service-taint`, `force-delete-pod` or \
+                         `delete-node`",
+                    ));
+                }
+                if self.fence.is_some() {
+                    return Err(field_error(
+                        "fence",
+                        "remediation `none` takes no action, so there is nothing to fence; remove \
+                         `fence`, or write `kind: out-of-service-taint`",
+                    ));
+                }
+                Ok(RemediationSpec::None)
+            }
+            RemediationKind::OutOfServiceTaint => Ok(RemediationSpec::OutOfServiceTaint {
+                after: after.unwrap_or_default(),
+                fence: self.fence.unwrap_or(false),
+            }),
+            RemediationKind::ForceDeletePod | RemediationKind::DeleteNode => {
+                if self.fence.is_some() {
+                    return Err(field_error(
+                        "fence",
+                        "only remediation `out-of-service-taint` fences the node; remove `fence`, \
+                         or write `kind: out-of-service-taint`",
+                    ));
+                }
+                let after = after.unwrap_or_default();
+                Ok(if self.kind == RemediationKind::ForceDeletePod {
+                    RemediationSpec::ForceDeletePod { after }
+                } else {
+                    RemediationSpec::DeleteNode { after }
+                })
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RemediationSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // The check runs inside the mapping's own visitor, so a YAML deserializer attributes
+        // its error to the `remediation` mapping (path and line) rather than to the parent.
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RemediationSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a mapping such as {kind: force-delete-pod, after: 30s}")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let raw =
+                    RawRemediation::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                raw.check().map_err(serde::de::Error::custom)
+            }
+        }
+        deserializer.deserialize_struct("RemediationSpec", &["kind", "after", "fence"], Visit)
+    }
+}
+
+/// A duration in the strict [`duration`] syntax, for optional fields.
+#[derive(Debug, Clone, Copy)]
+struct UserDuration(Duration);
+
+impl<'de> Deserialize<'de> for UserDuration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        duration::deserialize(deserializer).map(UserDuration)
+    }
+}
+
+/// Durations as experiments write them: one or more `<number><unit>` with no spaces, units in
+/// decreasing order, each at most once: `30s`, `5m`, `1m30s`, `1h`, `500ms`, `0s`. Units: `h`,
+/// `m`, `s`, `ms`, `us`, `ns`. Written back in the same form, so files and `run.json` round-trip.
+pub mod duration {
+    use serde::{Deserializer, Serializer};
+    use std::time::Duration;
+
+    /// What a user is told to write.
+    pub const EXAMPLES: &str = "a duration such as 30s, 5m or 1m30s";
+
+    const UNITS: [(&str, u128); 6] = [
+        ("h", 3_600_000_000_000),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+        ("ns", 1),
+    ];
+
+    /// Parses `1m30s` and friends; the error says what is wrong with the text.
+    pub fn parse(text: &str) -> Result<Duration, String> {
+        if text.is_empty() {
+            return Err("an empty text is not a duration".to_string());
+        }
+        if text.contains(char::is_whitespace) {
+            return Err(format!("`{text}` is not a duration: it contains a space"));
+        }
+        if text.contains('.') {
+            return Err(format!(
+                "`{text}` is not a duration: fractions are not supported (write 1s500ms, not 1.5s)"
+            ));
+        }
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        let mut total: u128 = 0;
+        let mut last_rank: Option<usize> = None;
+        while i < bytes.len() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i == start {
+                return Err(format!(
+                    "`{text}` is not a duration: expected a number at `{}`",
+                    &text[start..]
+                ));
+            }
+            let number: u128 = text[start..i]
+                .parse()
+                .map_err(|_| format!("`{text}` is too long a duration"))?;
+            let unit_start = i;
+            while i < bytes.len() && !bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let unit = &text[unit_start..i];
+            if unit.is_empty() {
+                return Err(format!(
+                    "`{text}` is not a duration: the number {number} needs a unit (h, m, s or ms)"
+                ));
+            }
+            let Some(rank) = UNITS.iter().position(|(u, _)| *u == unit) else {
+                return Err(format!(
+                    "`{text}` is not a duration: unknown unit `{unit}` (use h, m, s or ms)"
+                ));
+            };
+            if last_rank.is_some_and(|r| r >= rank) {
+                return Err(format!(
+                    "`{text}` is not a duration: write the units largest first, each once"
+                ));
+            }
+            last_rank = Some(rank);
+            total = number
+                .checked_mul(UNITS[rank].1)
+                .and_then(|n| total.checked_add(n))
+                .ok_or_else(|| format!("`{text}` is too long a duration"))?;
+        }
+        let secs = u64::try_from(total / 1_000_000_000)
+            .map_err(|_| format!("`{text}` is too long a duration"))?;
+        Ok(Duration::new(secs, (total % 1_000_000_000) as u32))
+    }
+
+    /// `1m30s`, `500ms`, `0s`: the form [`parse`] reads.
+    pub fn format(d: Duration) -> String {
+        let mut rest = d.as_nanos();
+        if rest == 0 {
+            return "0s".to_string();
+        }
+        let mut out = String::new();
+        for (unit, nanos) in UNITS {
+            let n = rest / nanos;
+            if n > 0 {
+                out.push_str(&format!("{n}{unit}"));
+                rest -= n * nanos;
+            }
+        }
+        out
+    }
+
+    pub fn serialize<S: Serializer>(d: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format(*d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = Duration;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(EXAMPLES)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Duration, E> {
+                parse(v).map_err(|_| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+        }
+        deserializer.deserialize_str(Visit)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Timeouts {
     /// Workload Running and Ready before the fault.
-    #[serde(default = "default_steady", with = "humantime_serde")]
+    #[serde(default = "default_steady", with = "duration")]
     pub steady_state: Duration,
     /// From the fault until the replacement pod is Ready; then the run stops observing.
-    #[serde(default = "default_recovery", with = "humantime_serde")]
+    #[serde(default = "default_recovery", with = "duration")]
     pub recovery: Duration,
     /// Healing: node back and Ready.
-    #[serde(default = "default_heal", with = "humantime_serde")]
+    #[serde(default = "default_heal", with = "duration")]
     pub heal: Duration,
 }
 
@@ -228,7 +454,7 @@ pub struct Expectations {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Bound {
-    #[serde(with = "humantime_serde")]
+    #[serde(with = "duration")]
     pub max: Duration,
 }
 

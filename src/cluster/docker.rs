@@ -1,0 +1,132 @@
+//! Node containers through the Docker API.
+
+use super::ClusterError;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bollard::query_parameters::{KillContainerOptions, ListContainersOptions};
+use futures::StreamExt;
+use std::collections::HashMap;
+use tokio::io::AsyncWriteExt;
+
+/// The label kind puts on every node container of a cluster.
+pub const KIND_CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
+
+#[derive(Clone)]
+pub struct DockerNodes {
+    docker: bollard::Docker,
+}
+
+impl DockerNodes {
+    pub fn connect() -> Result<DockerNodes, ClusterError> {
+        Ok(DockerNodes { docker: bollard::Docker::connect_with_local_defaults()? })
+    }
+
+    pub async fn ping(&self) -> Result<(), ClusterError> {
+        self.docker.ping().await?;
+        Ok(())
+    }
+
+    pub async fn image_exists(&self, image: &str) -> Result<bool, ClusterError> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Names of the node containers of kind cluster `cluster` (running or not).
+    pub async fn cluster_containers(&self, cluster: &str) -> Result<Vec<String>, ClusterError> {
+        let mut filters = HashMap::new();
+        filters.insert("label".to_string(), vec![format!("{KIND_CLUSTER_LABEL}={cluster}")]);
+        let list = self
+            .docker
+            .list_containers(Some(ListContainersOptions { all: true, filters: Some(filters), ..Default::default() }))
+            .await?;
+        let mut names: Vec<String> = list
+            .into_iter()
+            .filter_map(|c| c.names.and_then(|n| n.into_iter().next()))
+            .map(|n| n.trim_start_matches('/').to_string())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// The container of a Node: kind names each node container after its node.
+    pub async fn node_container(&self, cluster: &str, node: &str) -> Result<String, ClusterError> {
+        if self.cluster_containers(cluster).await?.iter().any(|c| c == node) {
+            Ok(node.to_string())
+        } else {
+            Err(ClusterError::NoContainer { node: node.to_string(), cluster: cluster.to_string() })
+        }
+    }
+
+    pub async fn is_running(&self, container: &str) -> Result<bool, ClusterError> {
+        let info = self.docker.inspect_container(container, None).await?;
+        Ok(info.state.and_then(|s| s.running).unwrap_or(false))
+    }
+
+    /// Hard power-off: SIGKILL to the node container's init.
+    pub async fn kill(&self, container: &str) -> Result<(), ClusterError> {
+        match self.docker.kill_container(container, Some(KillContainerOptions { signal: "SIGKILL".into() })).await {
+            Ok(()) => Ok(()),
+            // 409: not running (already off) — the state we want.
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 409, .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn start(&self, container: &str) -> Result<(), ClusterError> {
+        match self.docker.start_container(container, None).await {
+            Ok(()) => Ok(()),
+            // 304: already started.
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 304, .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Runs `cmd` in `container` (feeding `stdin` when given); fails on a non-zero exit.
+    pub async fn exec(&self, container: &str, cmd: &[&str], stdin: Option<Vec<u8>>) -> Result<String, ClusterError> {
+        let exec = self
+            .docker
+            .create_exec(
+                container,
+                CreateExecOptions {
+                    cmd: Some(cmd.to_vec()),
+                    attach_stdin: Some(stdin.is_some()),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let mut text = String::new();
+        if let StartExecResults::Attached { mut output, mut input } =
+            self.docker.start_exec(&exec.id, Some(StartExecOptions { detach: false, ..Default::default() })).await?
+        {
+            let writer = async move {
+                if let Some(data) = stdin {
+                    input.write_all(&data).await?;
+                }
+                input.shutdown().await
+            };
+            let reader = async {
+                while let Some(chunk) = output.next().await {
+                    text.push_str(&chunk?.to_string());
+                }
+                Ok::<(), bollard::errors::Error>(())
+            };
+            let (w, r) = tokio::join!(writer, reader);
+            r?;
+            w?;
+        }
+        let code = self.docker.inspect_exec(&exec.id).await?.exit_code.unwrap_or(-1);
+        if code != 0 {
+            return Err(ClusterError::Exec {
+                container: container.to_string(),
+                command: cmd.join(" "),
+                code,
+                output: text.trim().chars().take(2000).collect(),
+            });
+        }
+        Ok(text)
+    }
+}

@@ -1,0 +1,213 @@
+//! Pure: from one observed object (and what was observed of it before) to timeline events.
+//! Only changes are recorded, so a resync or a re-list does not repeat events.
+
+use crate::timeline::EventKind;
+use k8s_openapi::api::core::v1::{Event as KubeEvent, Node, Pod};
+use k8s_openapi::api::storage::v1::VolumeAttachment;
+use std::collections::BTreeSet;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeState {
+    pub name: String,
+    pub ready: String,
+    pub taints: BTreeSet<(String, String)>,
+}
+
+pub fn diff_node(prev: Option<&NodeState>, node: &Node) -> (NodeState, Vec<EventKind>) {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let ready_cond = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
+    let ready = ready_cond.map(|c| c.status.clone()).unwrap_or_else(|| "Unknown".into());
+    let reason = ready_cond.and_then(|c| c.reason.clone());
+    let taints: BTreeSet<(String, String)> = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .map(|t| t.iter().map(|t| (t.key.clone(), t.effect.clone())).collect())
+        .unwrap_or_default();
+    let mut events = Vec::new();
+    let empty = BTreeSet::new();
+    let (prev_ready, prev_taints) = match prev {
+        Some(p) => (Some(p.ready.as_str()), &p.taints),
+        None => {
+            events.push(EventKind::NodeAdded { node: name.clone() });
+            (None, &empty)
+        }
+    };
+    if prev_ready != Some(ready.as_str()) {
+        events.push(EventKind::NodeReady { node: name.clone(), status: ready.clone(), reason });
+    }
+    for (key, effect) in taints.difference(prev_taints) {
+        events.push(EventKind::NodeTaint { node: name.clone(), key: key.clone(), effect: effect.clone(), added: true });
+    }
+    for (key, effect) in prev_taints.difference(&taints) {
+        events.push(EventKind::NodeTaint { node: name.clone(), key: key.clone(), effect: effect.clone(), added: false });
+    }
+    (NodeState { name, ready, taints }, events)
+}
+
+pub fn node_gone(prev: &NodeState) -> Option<EventKind> {
+    Some(EventKind::NodeDeleted { node: prev.name.clone() })
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodState {
+    pub name: String,
+    pub uid: String,
+    pub node: Option<String>,
+    pub phase: String,
+    pub terminating: bool,
+    pub ready: bool,
+}
+
+pub fn pod_state(pod: &Pod) -> PodState {
+    let status = pod.status.as_ref();
+    PodState {
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        uid: pod.metadata.uid.clone().unwrap_or_default(),
+        node: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+        phase: status.and_then(|s| s.phase.clone()).unwrap_or_else(|| "Pending".into()),
+        terminating: pod.metadata.deletion_timestamp.is_some(),
+        ready: status
+            .and_then(|s| s.conditions.as_ref())
+            .map(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            .unwrap_or(false),
+    }
+}
+
+fn pod_event(s: &PodState) -> EventKind {
+    EventKind::Pod {
+        pod: s.name.clone(),
+        uid: s.uid.clone(),
+        node: s.node.clone(),
+        phase: s.phase.clone(),
+        terminating: s.terminating,
+        ready: s.ready,
+    }
+}
+
+pub fn diff_pod(prev: Option<&PodState>, pod: &Pod) -> (PodState, Vec<EventKind>) {
+    let next = pod_state(pod);
+    let mut events = Vec::new();
+    match prev {
+        Some(p) if p == &next => {}
+        Some(p) if p.uid != next.uid => {
+            // The old pod's deletion was not seen (e.g. during a re-list): say it is gone first.
+            events.extend(pod_gone(p));
+            events.push(pod_event(&next));
+        }
+        _ => events.push(pod_event(&next)),
+    }
+    (next, events)
+}
+
+pub fn pod_gone(prev: &PodState) -> Option<EventKind> {
+    Some(EventKind::PodDeleted { pod: prev.name.clone(), uid: prev.uid.clone(), node: prev.node.clone() })
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct VaState {
+    pub name: String,
+    pub node: String,
+    pub pv: Option<String>,
+    pub attached: bool,
+}
+
+pub fn diff_volume_attachment(prev: Option<&VaState>, va: &VolumeAttachment) -> (VaState, Vec<EventKind>) {
+    let next = VaState {
+        name: va.metadata.name.clone().unwrap_or_default(),
+        node: va.spec.node_name.clone(),
+        pv: va.spec.source.persistent_volume_name.clone(),
+        attached: va.status.as_ref().map(|s| s.attached).unwrap_or(false),
+    };
+    let events = if prev.map(|p| p.attached) == Some(next.attached) {
+        vec![]
+    } else {
+        vec![EventKind::VolumeAttachment {
+            name: next.name.clone(),
+            node: next.node.clone(),
+            pv: next.pv.clone(),
+            attached: next.attached,
+        }]
+    };
+    (next, events)
+}
+
+pub fn va_gone(prev: &VaState) -> Option<EventKind> {
+    Some(EventKind::VolumeAttachmentDeleted { name: prev.name.clone(), node: prev.node.clone(), pv: prev.pv.clone() })
+}
+
+/// Kubernetes Events: recorded when new or when their count grows.
+pub fn diff_kube_event(prev: Option<&i32>, ev: &KubeEvent) -> (i32, Vec<EventKind>) {
+    let count = ev.count.unwrap_or(1);
+    if prev.is_some_and(|p| *p >= count) {
+        return (count, vec![]);
+    }
+    let object = format!(
+        "{}/{}",
+        ev.involved_object.kind.clone().unwrap_or_default(),
+        ev.involved_object.name.clone().unwrap_or_default()
+    );
+    (
+        count,
+        vec![EventKind::KubeEvent {
+            object,
+            reason: ev.reason.clone().unwrap_or_default(),
+            message: ev.message.clone().unwrap_or_default(),
+            kind: ev.type_.clone().unwrap_or_default(),
+        }],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(yaml: &str) -> Node {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+    fn pod(yaml: &str) -> Pod {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    const READY_NODE: &str = "metadata: {name: w1}\nstatus:\n  conditions:\n  - {type: Ready, status: 'True', reason: KubeletReady}\n";
+    const NOT_READY_TAINTED: &str = "metadata: {name: w1}\nspec:\n  taints:\n  - {key: node.kubernetes.io/unreachable, effect: NoExecute}\nstatus:\n  conditions:\n  - {type: Ready, status: Unknown, reason: NodeStatusUnknown}\n";
+
+    #[test]
+    fn node_first_sight_then_not_ready_with_taint() {
+        let (s1, e1) = diff_node(None, &node(READY_NODE));
+        assert_eq!(e1.len(), 2, "{e1:?}");
+        assert!(matches!(&e1[1], EventKind::NodeReady { status, .. } if status == "True"));
+        let (s2, e2) = diff_node(Some(&s1), &node(NOT_READY_TAINTED));
+        assert_eq!(e2.len(), 2, "{e2:?}");
+        assert!(matches!(&e2[0], EventKind::NodeReady { status, reason: Some(r), .. } if status == "Unknown" && r == "NodeStatusUnknown"));
+        assert!(matches!(&e2[1], EventKind::NodeTaint { key, added: true, .. } if key == "node.kubernetes.io/unreachable"));
+        // unchanged object: nothing new
+        let (_, e3) = diff_node(Some(&s2), &node(NOT_READY_TAINTED));
+        assert!(e3.is_empty());
+        // back to ready: Ready=True and the taint removed
+        let (_, e4) = diff_node(Some(&s2), &node(READY_NODE));
+        assert!(matches!(&e4[1], EventKind::NodeTaint { added: false, .. }));
+    }
+
+    #[test]
+    fn pod_replacement_with_missed_delete_reports_the_old_uid_gone() {
+        let old = pod("metadata: {name: writer-0, uid: a}\nspec: {nodeName: w1, containers: []}\nstatus: {phase: Running}\n");
+        let new = pod("metadata: {name: writer-0, uid: b}\nspec: {containers: []}\nstatus: {phase: Pending}\n");
+        let (s1, e1) = diff_pod(None, &old);
+        assert_eq!(e1.len(), 1);
+        let (_, e2) = diff_pod(Some(&s1), &new);
+        assert!(matches!(&e2[0], EventKind::PodDeleted { uid, .. } if uid == "a"));
+        assert!(matches!(&e2[1], EventKind::Pod { uid, node: None, .. } if uid == "b"));
+    }
+
+    #[test]
+    fn pod_terminating_and_ready_are_seen() {
+        let p = pod("metadata: {name: writer-0, uid: a, deletionTimestamp: '2026-01-01T00:00:00Z'}\nspec: {nodeName: w1, containers: []}\nstatus:\n  phase: Running\n  conditions: [{type: Ready, status: 'True'}]\n");
+        let s = pod_state(&p);
+        assert!(s.terminating && s.ready);
+    }
+}

@@ -1,0 +1,158 @@
+//! Builds the result model from run directories' contents: `run.json` (a [`PlannedRun`]) and
+//! `events.jsonl` (the [`Event`]s). Pure: everything is recomputed from these two.
+
+use super::{ExperimentResult, PhaseResult, Report, RunResult, SCHEMA_VERSION};
+use crate::plan::PlannedRun;
+use crate::timeline::{analyze, Event, EventKind};
+use crate::verdict::evaluate;
+
+/// The error of a run whose events.jsonl has no `run-finished` line (the harness crashed or was
+/// killed while observing).
+pub const NOT_FINISHED: &str = "run did not finish (no run-finished event)";
+
+/// The result of one run: its timeline, phases, metrics and verdict.
+pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
+    let timeline = analyze(events);
+    let finished = events.iter().rev().find_map(|e| match &e.what {
+        EventKind::RunFinished { error } => Some(error.clone()),
+        _ => None,
+    });
+    let error = match finished {
+        Some(error) => error,
+        None => Some(NOT_FINISHED.to_string()),
+    };
+    let (expectations, verdict) = evaluate(run, &timeline, error.as_deref());
+    let duration_ms = match (events.first(), events.last()) {
+        (Some(first), Some(last)) => last.at_ms.saturating_sub(first.at_ms),
+        _ => 0,
+    };
+    RunResult {
+        id: run.id.clone(),
+        variant: run.variant.clone(),
+        repetition: run.repetition,
+        fault: run.fault.kind.as_str().to_string(),
+        remediation: run.remediation.name().to_string(),
+        profile: run.cluster.config.as_ref().map(|p| p.display().to_string()),
+        started: events.first().map(|e| e.wall.clone()),
+        duration_ms,
+        target_node: timeline.target_node.clone(),
+        replacement_node: timeline.replacement_node.clone(),
+        phases: timeline
+            .phases
+            .iter()
+            .map(|(p, at_ms)| PhaseResult {
+                name: p.name().to_string(),
+                at_ms: *at_ms,
+            })
+            .collect(),
+        metrics: timeline.metrics(),
+        expectations,
+        verdict,
+        error,
+    }
+}
+
+/// The report of many runs, grouped by experiment in the order experiments are first seen
+/// (runs keep their given order within an experiment). `tool_version` is the bare version,
+/// e.g. `0.1.0`; the report's `tool` is `nodedown <version>`.
+pub fn report(runs: Vec<(PlannedRun, Vec<Event>)>, tool_version: &str) -> Report {
+    let mut experiments: Vec<ExperimentResult> = Vec::new();
+    for (run, events) in runs {
+        let result = run_result(&run, &events);
+        match experiments.iter_mut().find(|e| e.name == run.experiment) {
+            Some(exp) => exp.runs.push(result),
+            None => experiments.push(ExperimentResult {
+                name: run.experiment.clone(),
+                file: run.file.display().to_string(),
+                runs: vec![result],
+            }),
+        }
+    }
+    Report {
+        schema_version: SCHEMA_VERSION,
+        tool: format!("nodedown {tool_version}"),
+        experiments,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures;
+    use crate::report::Verdict;
+    use crate::verdict::tests::{events, OOS_TAINT};
+
+    #[test]
+    fn run_result_of_the_oos_taint_run() {
+        let run = fixtures::oos_run();
+        let r = run_result(&run, &events(OOS_TAINT));
+        assert_eq!(r.id, "node-shutdown/oos-taint/1");
+        assert_eq!(r.fault, "node-shutdown");
+        assert_eq!(r.remediation, "out-of-service-taint");
+        assert_eq!(r.profile.as_deref(), Some("kind-configs/fast.yaml"));
+        assert_eq!(r.started.as_deref(), Some("2025-06-02T10:15:00.000Z"));
+        assert_eq!(r.duration_ms, 68_506);
+        assert_eq!(r.target_node.as_deref(), Some("kind-worker"));
+        assert_eq!(r.replacement_node.as_deref(), Some("kind-worker2"));
+        assert_eq!(r.phases[0].name, "fault-injected");
+        assert_eq!(r.phases.last().unwrap().name, "fault-healed");
+        assert_eq!(r.metrics["time-to-ready"], 39_700);
+        assert_eq!(r.error, None);
+        assert_eq!(r.verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn missing_run_finished_is_an_error_and_unknown() {
+        let run = fixtures::oos_run();
+        let mut ev = events(OOS_TAINT);
+        ev.retain(|e| !matches!(e.what, EventKind::RunFinished { .. }));
+        let r = run_result(&run, &ev);
+        assert_eq!(r.error.as_deref(), Some(NOT_FINISHED));
+        // Every expectation is decided (all passed) but the run did not finish.
+        assert_eq!(r.verdict, Verdict::Unknown);
+
+        let r = run_result(&run, &[]);
+        assert_eq!(r.duration_ms, 0);
+        assert_eq!(r.started, None);
+        assert!(r.phases.is_empty());
+        assert_eq!(r.verdict, Verdict::Unknown);
+    }
+
+    #[test]
+    fn run_finished_error_is_carried() {
+        let run = fixtures::oos_run();
+        let mut ev = events(OOS_TAINT);
+        if let Some(last) = ev.last_mut() {
+            last.what = EventKind::RunFinished {
+                error: Some("heal failed".into()),
+            };
+        }
+        let r = run_result(&run, &ev);
+        assert_eq!(r.error.as_deref(), Some("heal failed"));
+        assert_eq!(r.verdict, Verdict::Unknown);
+    }
+
+    #[test]
+    fn report_groups_by_experiment_in_first_seen_order() {
+        let rep = fixtures::golden_report();
+        assert_eq!(rep.tool, "nodedown 0.1.0-test");
+        assert_eq!(rep.schema_version, SCHEMA_VERSION);
+        let names: Vec<_> = rep.experiments.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["node-shutdown", "strict-recovery"]);
+        let ids: Vec<_> = rep.experiments[0]
+            .runs
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "node-shutdown/oos-taint/1",
+                "node-shutdown/baseline/1",
+                "node-shutdown/force-delete/1",
+                "node-shutdown/force-delete/2",
+            ]
+        );
+        assert_eq!(rep.experiments[0].file, "experiments/node-shutdown.yaml");
+    }
+}

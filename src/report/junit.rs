@@ -1,0 +1,272 @@
+//! JUnit XML for CI test reporters: one `<testsuite>` per experiment, one `<testcase>` per run.
+//!
+//! - test case name `<variant>#<repetition>`, classname `<experiment>`, time = the run's
+//!   duration;
+//! - properties: `id`, `fault`, `remediation`, `verdict`, `profile`, `started`, `target-node`,
+//!   `replacement-node` when known, then `phase.<phase>` and `metric.<metric>` with values in
+//!   milliseconds from the fault;
+//! - `Fail` → one `<failure>` (JUnit allows one status element per test case): its message
+//!   lists every failed expectation as `<name>: expected <expected>, got <actual>` (joined by
+//!   `; `), its text holds their evidence;
+//! - `Unknown` → one `<error>`: `harness error: <error>` when the run ended with an error,
+//!   else the undecided expectations, or "no expectations";
+//! - `<system-out>`: the run's phases and expectations for humans.
+
+use super::text::{mismatch, unknown_reason, verdict_word};
+use super::{ExperimentResult, Report, RunResult, Verdict};
+use crate::timeline::Metric;
+use crate::verdict::fmt_ms;
+use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
+use std::time::Duration;
+
+/// The name of the `<testsuites>` element.
+pub const REPORT_NAME: &str = "nodedown";
+
+/// The report as JUnit XML (with a trailing newline).
+pub fn render(report: &Report) -> String {
+    let mut junit = quick_junit::Report::new(REPORT_NAME);
+    let mut total_ms = 0;
+    for exp in &report.experiments {
+        let mut suite = TestSuite::new(exp.name.as_str());
+        suite.add_property(Property::new("file", exp.file.as_str()));
+        let mut suite_ms = 0;
+        for run in &exp.runs {
+            suite.add_test_case(test_case(exp, run));
+            suite_ms += run.duration_ms;
+        }
+        suite.set_time(Duration::from_millis(suite_ms));
+        total_ms += suite_ms;
+        junit.add_test_suite(suite);
+    }
+    junit.set_time(Duration::from_millis(total_ms));
+    let mut xml = junit
+        .to_string()
+        .expect("serializing JUnit XML to memory does not fail");
+    if !xml.ends_with('\n') {
+        xml.push('\n');
+    }
+    xml
+}
+
+fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
+    let status = match run.verdict {
+        Verdict::Pass => TestCaseStatus::success(),
+        Verdict::Fail => {
+            let failed: Vec<_> = run
+                .expectations
+                .iter()
+                .filter(|e| e.verdict == Verdict::Fail)
+                .collect();
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status.set_type("expectation");
+            status.set_message(
+                failed
+                    .iter()
+                    .map(|e| mismatch(e))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
+            let mut text: Vec<String> = failed
+                .iter()
+                .map(|e| format!("{}: {}", e.name, e.evidence))
+                .collect();
+            if let Some(err) = &run.error {
+                text.push(format!("harness error: {err}"));
+            }
+            status.set_description(text.join("\n"));
+            status
+        }
+        Verdict::Unknown => {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status.set_type(if run.error.is_some() {
+                "harness-error"
+            } else {
+                "unknown"
+            });
+            status.set_message(unknown_reason(run));
+            let text: Vec<String> = run
+                .expectations
+                .iter()
+                .filter(|e| e.verdict == Verdict::Unknown)
+                .map(|e| format!("{}: {}", e.name, e.evidence))
+                .collect();
+            if !text.is_empty() {
+                status.set_description(text.join("\n"));
+            }
+            status
+        }
+    };
+
+    let mut case = TestCase::new(format!("{}#{}", run.variant, run.repetition), status);
+    case.set_classname(exp.name.as_str());
+    case.set_time(Duration::from_millis(run.duration_ms));
+    let verdict = verdict_word(run.verdict);
+    let mut props: Vec<(String, String)> = vec![
+        ("id".into(), run.id.clone()),
+        ("fault".into(), run.fault.clone()),
+        ("remediation".into(), run.remediation.clone()),
+        ("verdict".into(), verdict.into()),
+    ];
+    let optional = [
+        ("profile", &run.profile),
+        ("started", &run.started),
+        ("target-node", &run.target_node),
+        ("replacement-node", &run.replacement_node),
+    ];
+    for (name, value) in optional {
+        if let Some(v) = value {
+            props.push((name.into(), v.clone()));
+        }
+    }
+    for p in &run.phases {
+        props.push((format!("phase.{}", p.name), p.at_ms.to_string()));
+    }
+    // Known metrics in failover order, then any others by name.
+    let known = Metric::ALL.map(|m| m.name());
+    let ordered = known
+        .iter()
+        .filter_map(|n| run.metrics.get_key_value(*n))
+        .chain(
+            run.metrics
+                .iter()
+                .filter(|(n, _)| !known.contains(&n.as_str())),
+        );
+    for (name, ms) in ordered {
+        props.push((format!("metric.{name}"), ms.to_string()));
+    }
+    case.add_properties(props.into_iter().map(|(n, v)| Property::new(n, v)));
+    case.set_system_out(system_out(run));
+    case
+}
+
+/// The human summary of a run.
+fn system_out(run: &RunResult) -> String {
+    let mut out = format!(
+        "{}: {} ({} on {}, remediation {})\n",
+        run.id,
+        verdict_word(run.verdict),
+        run.fault,
+        run.target_node.as_deref().unwrap_or("?"),
+        run.remediation
+    );
+    if let Some(err) = &run.error {
+        out.push_str(&format!("error: {err}\n"));
+    }
+    if run.phases.is_empty() {
+        out.push_str("phases: none (no fault was injected)\n");
+    } else {
+        out.push_str("phases (from the fault):\n");
+        for p in &run.phases {
+            out.push_str(&format!("  {:>8}  {}\n", fmt_ms(p.at_ms), p.name));
+        }
+    }
+    if run.expectations.is_empty() {
+        out.push_str("expectations: none\n");
+    } else {
+        out.push_str("expectations:\n");
+        for e in &run.expectations {
+            out.push_str(&format!(
+                "  {:<7} {} — {}\n",
+                verdict_word(e.verdict),
+                mismatch(e),
+                e.evidence
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures::{check_golden, golden_report};
+
+    #[test]
+    fn golden() {
+        check_golden("report.junit.xml", &render(&golden_report()));
+    }
+
+    #[test]
+    fn parses_back_with_the_expected_cases_and_failures() {
+        let xml = render(&golden_report());
+        // Element counts in the raw text, as a CI reporter would see them.
+        assert_eq!(xml.matches("<testsuite ").count(), 2);
+        assert_eq!(xml.matches("<testcase ").count(), 8);
+        assert_eq!(xml.matches("<failure ").count(), 3);
+        assert_eq!(xml.matches("<error ").count(), 2);
+
+        let parsed = quick_junit::Report::deserialize_from_str(&xml).expect("valid JUnit XML");
+        assert_eq!(parsed.name.as_ref().unwrap().as_str(), REPORT_NAME);
+        assert_eq!(parsed.tests, 8);
+        assert_eq!(parsed.failures, 3);
+        assert_eq!(parsed.errors, 2);
+        let [ns, strict] = &parsed.test_suites[..] else {
+            panic!("two suites expected")
+        };
+        assert_eq!(ns.name.as_str(), "node-shutdown");
+        assert_eq!((ns.tests, ns.failures, ns.errors), (4, 1, 0));
+        assert_eq!(strict.name.as_str(), "strict-recovery");
+        assert_eq!((strict.tests, strict.failures, strict.errors), (4, 2, 2));
+
+        let names: Vec<_> = ns.test_cases.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "oos-taint#1",
+                "baseline#1",
+                "force-delete#1",
+                "force-delete#2"
+            ]
+        );
+        let oos = &ns.test_cases[0];
+        assert_eq!(oos.classname.as_ref().unwrap().as_str(), "node-shutdown");
+        assert_eq!(oos.time, Some(Duration::from_millis(68_506)));
+        let prop = |c: &TestCase, n: &str| {
+            c.properties
+                .iter()
+                .find(|p| p.name.as_str() == n)
+                .map(|p| p.value.as_str().to_string())
+        };
+        assert_eq!(prop(oos, "metric.time-to-ready").as_deref(), Some("39700"));
+        assert_eq!(prop(oos, "phase.node-not-ready").as_deref(), Some("20911"));
+        assert_eq!(prop(oos, "verdict").as_deref(), Some("pass"));
+        assert!(matches!(oos.status, TestCaseStatus::Success { .. }));
+
+        let TestCaseStatus::NonSuccess {
+            kind,
+            message,
+            description,
+            ..
+        } = &ns.test_cases[3].status
+        else {
+            panic!("force-delete#2 must fail")
+        };
+        assert_eq!(*kind, NonSuccessKind::Failure);
+        assert_eq!(
+            message.as_ref().unwrap().as_str(),
+            "timeToReady: expected <= 7m 5s, got 7m08s"
+        );
+        assert!(description
+            .as_ref()
+            .unwrap()
+            .as_str()
+            .starts_with("timeToReady: replacement writer-0"));
+
+        let TestCaseStatus::NonSuccess { kind, message, .. } = &strict.test_cases[1].status else {
+            panic!("strict-recovery oos-taint#2 must be unknown")
+        };
+        assert_eq!(*kind, NonSuccessKind::Error);
+        assert_eq!(
+            message.as_ref().unwrap().as_str(),
+            "harness error: run did not finish (no run-finished event)"
+        );
+        let TestCaseStatus::NonSuccess { message, .. } = &strict.test_cases[3].status else {
+            panic!("unchecked#1 must be unknown")
+        };
+        assert!(message
+            .as_ref()
+            .unwrap()
+            .as_str()
+            .starts_with("no expectations"));
+    }
+}

@@ -1,0 +1,272 @@
+//! Markdown summary (GitHub-flavoured; fit for `$GITHUB_STEP_SUMMARY`).
+//!
+//! Per experiment: one table row per variant with its verdict and the failover metrics, each
+//! the median over the variant's runs, with the min–max range when the runs differ and
+//! `[k/n]` when only k of n runs reached that phase; `—` when no run did. Then every run
+//! that did not pass, with each failed or unknown expectation and its evidence. The output
+//! depends only on the report (no clock), so it is golden-tested.
+
+use super::text::{mismatch, problem, verdict_word};
+use super::{ExperimentResult, Report, RunResult, Verdict};
+use crate::timeline::Metric;
+use crate::verdict::fmt_ms;
+use std::fmt::Write;
+
+/// The metric columns, in failover order.
+pub const COLUMNS: [Metric; 7] = [
+    Metric::TimeToNotReady,
+    Metric::TimeToRemediation,
+    Metric::TimeToDelete,
+    Metric::TimeToDetach,
+    Metric::TimeToAttach,
+    Metric::TimeToRunning,
+    Metric::TimeToReady,
+];
+
+fn icon(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Pass => "✅",
+        Verdict::Fail => "❌",
+        Verdict::Unknown => "❔",
+    }
+}
+
+fn counts<'a>(runs: impl IntoIterator<Item = &'a RunResult>) -> (usize, usize, usize) {
+    runs.into_iter()
+        .fold((0, 0, 0), |(p, f, u), r| match r.verdict {
+            Verdict::Pass => (p + 1, f, u),
+            Verdict::Fail => (p, f + 1, u),
+            Verdict::Unknown => (p, f, u + 1),
+        })
+}
+
+/// The report as Markdown.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let all = report.experiments.iter().flat_map(|e| &e.runs);
+    let (pass, fail, unknown) = counts(all.clone());
+    let total = pass + fail + unknown;
+    let overall = if fail > 0 {
+        Verdict::Fail
+    } else if unknown > 0 || total == 0 {
+        Verdict::Unknown
+    } else {
+        Verdict::Pass
+    };
+    let _ = writeln!(out, "## {} nodedown results\n", icon(overall));
+    let _ = writeln!(
+        out,
+        "{} · {total} {}: {pass} passed, {fail} failed, {unknown} unknown\n",
+        report.tool,
+        if total == 1 { "run" } else { "runs" }
+    );
+    if total > 0 {
+        out.push_str(
+            "Times from the fault; median (min–max) over repetitions; `[k/n]`: only k of n runs \
+             got there; `—`: never happened.\n",
+        );
+    }
+    for exp in &report.experiments {
+        experiment(&mut out, exp);
+    }
+    out
+}
+
+fn experiment(out: &mut String, exp: &ExperimentResult) {
+    let _ = writeln!(out, "\n### {}\n", cell(&exp.name));
+    let _ = writeln!(out, "`{}`\n", exp.file.replace('`', "'"));
+    let mut header = "| variant | remediation | verdict |".to_string();
+    let mut rule = "|---|---|---|".to_string();
+    for m in COLUMNS {
+        let _ = write!(header, " {} |", m.name());
+        rule.push_str("--:|");
+    }
+    let _ = writeln!(out, "{header}\n{rule}");
+
+    // Variants in first-seen order.
+    let mut variants: Vec<&str> = Vec::new();
+    for r in &exp.runs {
+        if !variants.contains(&r.variant.as_str()) {
+            variants.push(&r.variant);
+        }
+    }
+    for v in variants {
+        let runs: Vec<&RunResult> = exp.runs.iter().filter(|r| r.variant == v).collect();
+        let mut row = format!(
+            "| {} | {} | {} |",
+            cell(v),
+            cell(&runs[0].remediation),
+            verdicts(&runs)
+        );
+        for m in COLUMNS {
+            let _ = write!(row, " {} |", aggregate(&runs, m));
+        }
+        let _ = writeln!(out, "{row}");
+    }
+
+    let bad: Vec<&RunResult> = exp
+        .runs
+        .iter()
+        .filter(|r| r.verdict != Verdict::Pass)
+        .collect();
+    if bad.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n**Failed and unknown runs**\n");
+    for r in bad {
+        let _ = write!(
+            out,
+            "- {} `{}` — {}",
+            icon(r.verdict),
+            r.id,
+            verdict_word(r.verdict)
+        );
+        match (r.verdict, &r.error) {
+            (_, Some(err)) => {
+                let _ = write!(out, ": harness error: {}", line(err));
+            }
+            (Verdict::Unknown, None) if r.expectations.is_empty() => {
+                let _ = write!(out, ": {}", line(&problem(r).unwrap_or_default()));
+            }
+            _ => {}
+        }
+        out.push('\n');
+        for e in r.expectations.iter().filter(|e| e.verdict != Verdict::Pass) {
+            let _ = writeln!(
+                out,
+                "  - {} **{}** — {}",
+                icon(e.verdict),
+                line(&mismatch(e)),
+                line(&e.evidence)
+            );
+        }
+    }
+}
+
+/// The verdicts of a variant's runs: `✅ pass`, `✅ 3 pass`, `❌ 1 fail · 2 pass`.
+fn verdicts(runs: &[&RunResult]) -> String {
+    let (pass, fail, unknown) = counts(runs.iter().copied());
+    let worst = if fail > 0 {
+        Verdict::Fail
+    } else if unknown > 0 {
+        Verdict::Unknown
+    } else {
+        Verdict::Pass
+    };
+    if runs.len() == 1 {
+        return format!("{} {}", icon(worst), verdict_word(worst));
+    }
+    let parts: Vec<String> = [(fail, "fail"), (unknown, "unknown"), (pass, "pass")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect();
+    format!("{} {}", icon(worst), parts.join(" · "))
+}
+
+/// The median (and min–max, and how many runs got there) of a metric over runs.
+fn aggregate(runs: &[&RunResult], metric: Metric) -> String {
+    let mut values: Vec<u64> = runs
+        .iter()
+        .filter_map(|r| r.metrics.get(metric.name()).copied())
+        .collect();
+    if values.is_empty() {
+        return "—".to_string();
+    }
+    values.sort_unstable();
+    let n = values.len();
+    let median = if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2
+    };
+    let mut s = fmt_ms(median);
+    let (min, max) = (fmt_ms(values[0]), fmt_ms(values[n - 1]));
+    if min != max {
+        let _ = write!(s, " ({min}–{max})");
+    }
+    if n < runs.len() {
+        let _ = write!(s, " [{n}/{}]", runs.len());
+    }
+    s
+}
+
+/// Text for a table cell: no pipes, no line breaks.
+fn cell(s: &str) -> String {
+    line(s).replace('|', "\\|")
+}
+
+/// Text on one line.
+fn line(s: &str) -> String {
+    s.replace(['\r', '\n'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures::{check_golden, golden_report};
+
+    #[test]
+    fn golden() {
+        check_golden("report.md", &render(&golden_report()));
+    }
+
+    #[test]
+    fn deterministic() {
+        let r = golden_report();
+        assert_eq!(render(&r), render(&r));
+    }
+
+    #[test]
+    fn aggregates_medians_ranges_and_missing_runs() {
+        let report = golden_report();
+        let md = render(&report);
+        // Two force-delete runs: Ready at 7m03s and 7m08s.
+        assert!(
+            md.contains("| force-delete | force-delete-pod | ❌ 1 fail · 1 pass |"),
+            "{md}"
+        );
+        assert!(md.contains("| 7m05s (7m03s–7m08s) |"), "{md}");
+        // The baseline never got past NotReady.
+        assert!(
+            md.contains("| baseline | none | ✅ pass | 20.6s | — | — | — | — | — | — |"),
+            "{md}"
+        );
+        // Two oos-taint runs, one cut off before the replacement: only one got there.
+        assert!(md.contains("| 39.7s [1/2] |"), "{md}");
+        assert!(md.contains("| 20.9s | 21.3s | 27.9s [1/2] |"), "{md}");
+    }
+
+    #[test]
+    fn empty_report() {
+        let r = Report {
+            schema_version: 1,
+            tool: "nodedown test".into(),
+            experiments: vec![],
+        };
+        assert_eq!(
+            render(&r),
+            "## ❔ nodedown results\n\nnodedown test · 0 runs: 0 passed, 0 failed, 0 unknown\n\n"
+        );
+    }
+
+    #[test]
+    fn aggregate_even_count_median() {
+        let run = |ms: Option<u64>| {
+            let mut r = golden_report().experiments[0].runs[0].clone();
+            r.metrics.clear();
+            if let Some(ms) = ms {
+                r.metrics.insert("time-to-ready".into(), ms);
+            }
+            r
+        };
+        let runs = [run(Some(10_000)), run(Some(20_000)), run(None)];
+        let refs: Vec<&RunResult> = runs.iter().collect();
+        assert_eq!(
+            aggregate(&refs, Metric::TimeToReady),
+            "15.0s (10.0s–20.0s) [2/3]"
+        );
+        assert_eq!(aggregate(&refs[..1], Metric::TimeToReady), "10.0s");
+        assert_eq!(aggregate(&refs[2..], Metric::TimeToReady), "—");
+    }
+}

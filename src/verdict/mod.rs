@@ -1,0 +1,699 @@
+//! Verdicts (pure): each expectation of a run checked against its timeline, three-valued.
+//!
+//! An expectation is *decided* when the events prove it either way; otherwise it is
+//! `Unknown`. A run whose observation ended with a harness error still decides what the
+//! events already prove (a replacement that was Ready is Ready; a bound that was already
+//! exceeded is exceeded), and leaves the rest `Unknown`.
+
+use crate::plan::PlannedRun;
+use crate::report::{ExpectationResult, Verdict};
+use crate::spec::Bound;
+use crate::timeline::{Metric, Phase, Timeline};
+use std::time::Duration;
+
+/// Checks every expectation of `run` against `timeline`.
+///
+/// `finished` is the error of the run's `run-finished` event: `Some` when the harness could not
+/// complete the run (including a missing `run-finished` event, which the caller reports as an
+/// error).
+///
+/// The overall verdict is `Fail` when any expectation failed; otherwise `Unknown` when any
+/// expectation is unknown, when the run ended with an error, or when the run has no
+/// expectations at all; otherwise `Pass`.
+///
+/// **A run without expectations is `Unknown`, never `Pass`.** Nothing was checked, and a CI
+/// job must not turn green on an experiment that forgot its `expect:` (nor red: nothing
+/// failed). The returned list is then empty — the list holds only what the experiment asked
+/// for — and renderers say "no expectations" for such a run.
+pub fn evaluate(
+    run: &PlannedRun,
+    timeline: &Timeline,
+    finished: Option<&str>,
+) -> (Vec<ExpectationResult>, Verdict) {
+    let ctx = Ctx {
+        run,
+        tl: timeline,
+        error: finished,
+    };
+    let mut results = Vec::new();
+    if let Some(expected) = run.expect.recovered {
+        results.push(ctx.recovered(expected));
+    }
+    if let Some(bound) = &run.expect.time_to_running {
+        results.push(ctx.bound("timeToRunning", Metric::TimeToRunning, "Running", bound));
+    }
+    if let Some(bound) = &run.expect.time_to_ready {
+        results.push(ctx.bound("timeToReady", Metric::TimeToReady, "Ready", bound));
+    }
+    let verdict = combine(&results, finished.is_some());
+    (results, verdict)
+}
+
+/// The overall verdict of a run from its expectation results: any `Fail` → `Fail`; else any
+/// `Unknown`, a harness error, or no expectations at all → `Unknown`; else `Pass`.
+pub fn combine(results: &[ExpectationResult], harness_error: bool) -> Verdict {
+    if results.iter().any(|r| r.verdict == Verdict::Fail) {
+        Verdict::Fail
+    } else if harness_error
+        || results.is_empty()
+        || results.iter().any(|r| r.verdict == Verdict::Unknown)
+    {
+        Verdict::Unknown
+    } else {
+        Verdict::Pass
+    }
+}
+
+/// Milliseconds for humans: `0.4s`, `41.2s` below a minute (rounded to tenths), then
+/// `2m03s`, `1h02m03s` (rounded to seconds).
+pub fn fmt_ms(ms: u64) -> String {
+    let tenths = (ms + 50) / 100;
+    if tenths < 600 {
+        return format!("{}.{}s", tenths / 10, tenths % 10);
+    }
+    let secs = (ms + 500) / 1000;
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    if h > 0 {
+        format!("{h}h{m:02}m{s:02}s")
+    } else {
+        format!("{m}m{s:02}s")
+    }
+}
+
+/// A duration as the user writes it in an experiment: `2m`, `1m 30s`.
+pub fn fmt_duration(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+struct Ctx<'a> {
+    run: &'a PlannedRun,
+    tl: &'a Timeline,
+    error: Option<&'a str>,
+}
+
+impl Ctx<'_> {
+    fn pod(&self) -> &str {
+        self.tl.target_pod.as_deref().unwrap_or("the workload pod")
+    }
+
+    fn node(&self) -> &str {
+        self.tl.target_node.as_deref().unwrap_or("the target node")
+    }
+
+    fn recovery(&self) -> Duration {
+        self.run.timeouts.recovery
+    }
+
+    /// The evidence when no fault was injected.
+    fn no_fault(&self) -> String {
+        let mut s = "no fault-injected event: the fault was never applied, so nothing was measured"
+            .to_string();
+        if let Some(err) = self.error {
+            s.push_str(&format!("; run error: {err}"));
+        }
+        s
+    }
+
+    /// "replacement writer-0 (uid …)"
+    fn replacement(&self) -> String {
+        match &self.tl.replacement_uid {
+            Some(uid) => format!("replacement {} (uid {uid})", self.pod()),
+            None => format!("replacement {}", self.pod()),
+        }
+    }
+
+    /// " on kind-worker2", or nothing when the replacement's node is unknown.
+    fn on_node(&self) -> String {
+        self.tl
+            .replacement_node
+            .as_ref()
+            .map_or_else(String::new, |n| format!(" on {n}"))
+    }
+
+    /// "replacement writer-0 (uid …) Ready on kind-worker2 at 41.2s"
+    fn replacement_at(&self, state: &str, ms: u64) -> String {
+        format!(
+            "{} {state}{} at {}",
+            self.replacement(),
+            self.on_node(),
+            fmt_ms(ms)
+        )
+    }
+
+    /// What happened to the node, the old pod and its replacement, as far as it got.
+    fn story(&self) -> String {
+        let tl = self.tl;
+        let at = |p: Phase| tl.at(p).map(fmt_ms);
+        let mut parts = Vec::new();
+        parts.push(match at(Phase::NodeNotReady) {
+            Some(t) => format!("node {} NotReady at {t}", self.node()),
+            None => format!("node {} never NotReady", self.node()),
+        });
+        if let Some(t) = at(Phase::RemediationApplied) {
+            let name = tl.remediation.as_deref().unwrap_or("remediation");
+            parts.push(format!("{name} applied at {t}"));
+        }
+        parts.push(
+            match (at(Phase::OldPodDeleted), at(Phase::PodTerminating)) {
+                (Some(t), _) => format!("old pod {} deleted at {t}", self.pod()),
+                (None, Some(t)) => format!("old pod {} Terminating since {t}", self.pod()),
+                (None, None) => format!("old pod {} never Terminating", self.pod()),
+            },
+        );
+        if let Some(t) = at(Phase::ReplacementCreated) {
+            let mut s = format!("{} created at {t}", self.replacement());
+            match (
+                at(Phase::ReplacementScheduled),
+                at(Phase::ReplacementRunning),
+                at(Phase::ReplacementReady),
+            ) {
+                (_, _, Some(t)) => s.push_str(&format!(", Ready{} at {t}", self.on_node())),
+                (_, Some(t), None) => {
+                    s.push_str(&format!(", Running{} at {t}, never Ready", self.on_node()))
+                }
+                (Some(t), None, None) => s.push_str(&format!(
+                    ", scheduled{} at {t}, never Running",
+                    self.on_node()
+                )),
+                (None, None, None) => s.push_str(", never scheduled"),
+            }
+            if tl.has(Phase::ReplacementScheduled) && !tl.has(Phase::VolumeAttached) {
+                match at(Phase::VolumeDetached) {
+                    Some(t) => s.push_str(&format!(
+                        " (volume detached from {} at {t}, never attached elsewhere)",
+                        self.node()
+                    )),
+                    None => s.push_str(&format!(" (volume still attached to {})", self.node())),
+                }
+            }
+            parts.push(s);
+        } else {
+            parts.push("no replacement pod was created".to_string());
+        }
+        parts.join("; ")
+    }
+
+    /// How the observation of the failover ended.
+    fn window_end(&self) -> String {
+        let tl = self.tl;
+        if let Some(t) = tl.at(Phase::RecoveryTimeout) {
+            format!(
+                "the {} recovery timeout elapsed at {}",
+                fmt_duration(self.recovery()),
+                fmt_ms(t)
+            )
+        } else if let Some(t) = tl.at(Phase::FaultHealed) {
+            format!("the fault was healed at {}", fmt_ms(t))
+        } else {
+            format!(
+                "observed until {} after the fault",
+                fmt_ms(tl.observed_ms.unwrap_or(0))
+            )
+        }
+    }
+
+    /// Evidence for an undecided expectation of a run that ended with an error.
+    fn ended_early(&self, what: &str) -> String {
+        format!(
+            "the run ended {} after the fault, before {what}: {}; so far: {}",
+            fmt_ms(self.tl.observed_ms.unwrap_or(0)),
+            self.error.unwrap_or("unknown error"),
+            self.story()
+        )
+    }
+
+    fn recovered(&self, expected: bool) -> ExpectationResult {
+        let mut r = ExpectationResult {
+            name: "recovered".into(),
+            expected: expected.to_string(),
+            actual: "unknown".into(),
+            verdict: Verdict::Unknown,
+            evidence: String::new(),
+        };
+        if self.tl.fault_at_ms.is_none() {
+            r.actual = "unknown (no fault)".into();
+            r.evidence = self.no_fault();
+            return r;
+        }
+        let limit = millis(self.recovery());
+        let recovery = fmt_duration(self.recovery());
+        let actual = match self.tl.metric(Metric::TimeToReady) {
+            Some(t) if t <= limit => {
+                r.evidence = self.replacement_at("Ready", t);
+                if let Some(d) = self.tl.at(Phase::OldPodDeleted) {
+                    r.evidence.push_str(&format!(
+                        " (old pod deleted at {}, node {} NotReady at {})",
+                        fmt_ms(d),
+                        self.node(),
+                        self.tl.at(Phase::NodeNotReady).map_or("—".into(), fmt_ms)
+                    ));
+                }
+                true
+            }
+            Some(t) => {
+                r.evidence = format!(
+                    "{}, after the {recovery} recovery timeout",
+                    self.replacement_at("Ready", t)
+                );
+                false
+            }
+            None => {
+                let observed = self.tl.observed_ms.unwrap_or(0);
+                if self.error.is_some() && !self.tl.window_closed() && observed < limit {
+                    r.actual = "unknown (run ended early)".into();
+                    r.evidence = self.ended_early("a replacement was Ready");
+                    return r;
+                }
+                r.evidence = format!(
+                    "{}; no replacement Ready within the {recovery} recovery timeout ({})",
+                    self.story(),
+                    self.window_end()
+                );
+                false
+            }
+        };
+        r.actual = actual.to_string();
+        r.verdict = if actual == expected {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        };
+        r
+    }
+
+    fn bound(&self, name: &str, metric: Metric, state: &str, bound: &Bound) -> ExpectationResult {
+        let max = millis(bound.max);
+        let mut r = ExpectationResult {
+            name: name.into(),
+            expected: format!("<= {}", fmt_duration(bound.max)),
+            actual: "unknown".into(),
+            verdict: Verdict::Unknown,
+            evidence: String::new(),
+        };
+        if self.tl.fault_at_ms.is_none() {
+            r.actual = "unknown (no fault)".into();
+            r.evidence = self.no_fault();
+            return r;
+        }
+        match self.tl.metric(metric) {
+            Some(t) => {
+                r.actual = fmt_ms(t);
+                r.evidence = self.replacement_at(state, t);
+                if t <= max {
+                    r.verdict = Verdict::Pass;
+                } else {
+                    r.verdict = Verdict::Fail;
+                    r.evidence.push_str(&format!(
+                        ", {} over the {} bound",
+                        fmt_ms(t - max),
+                        fmt_duration(bound.max)
+                    ));
+                }
+            }
+            None => {
+                let observed = self.tl.observed_ms.unwrap_or(0);
+                if self.error.is_some() && !self.tl.window_closed() && observed <= max {
+                    r.actual = "unknown (run ended early)".into();
+                    r.evidence = self.ended_early(&format!("the replacement was {state}"));
+                } else {
+                    r.actual = format!("absent (never {state})");
+                    r.evidence = format!("{}; {}", self.story(), self.window_end());
+                    r.verdict = Verdict::Fail;
+                }
+            }
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::spec::{
+        ClusterSpec, Expectations, FaultKind, FaultSpec, RemediationSpec, Target, Timeouts,
+        WorkloadKind, WorkloadSpec,
+    };
+    use crate::timeline::{analyze, Event, EventKind};
+    use std::path::PathBuf;
+
+    pub(crate) const OOS_TAINT: &str = include_str!("../../tests/fixtures/events/oos-taint.jsonl");
+    pub(crate) const NONE_TIMEOUT: &str =
+        include_str!("../../tests/fixtures/events/none-timeout.jsonl");
+    pub(crate) const FORCE_DELETE: &str =
+        include_str!("../../tests/fixtures/events/force-delete.jsonl");
+
+    /// Parses an events.jsonl text; panics with the line number on a bad line.
+    pub(crate) fn events(text: &str) -> Vec<Event> {
+        text.lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("line {}: {e}: {l}", i + 1))
+            })
+            .collect()
+    }
+
+    pub(crate) fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    pub(crate) fn bound(s: u64) -> Option<Bound> {
+        Some(Bound { max: secs(s) })
+    }
+
+    /// A planned run of the `writer` workload under a node shutdown.
+    pub(crate) fn planned(
+        experiment: &str,
+        variant: &str,
+        repetition: u32,
+        remediation: RemediationSpec,
+        recovery: Duration,
+        expect: Expectations,
+    ) -> PlannedRun {
+        PlannedRun {
+            id: format!("{experiment}/{variant}/{repetition}"),
+            experiment: experiment.into(),
+            file: PathBuf::from(format!("experiments/{experiment}.yaml")),
+            variant: variant.into(),
+            repetition,
+            cluster: ClusterSpec {
+                config: Some(PathBuf::from("kind-configs/fast.yaml")),
+                ..ClusterSpec::default()
+            },
+            workload: WorkloadSpec {
+                kind: WorkloadKind::Writer,
+                replicas: 1,
+                storage_class: "nodedown-shared".into(),
+                size: "1Gi".into(),
+                image: None,
+            },
+            fault: FaultSpec {
+                kind: FaultKind::NodeShutdown,
+                target: Target {
+                    node_of: "writer-0".into(),
+                },
+            },
+            remediation,
+            timeouts: Timeouts {
+                recovery,
+                ..Timeouts::default()
+            },
+            expect,
+        }
+    }
+
+    fn expect(
+        recovered: Option<bool>,
+        running: Option<Bound>,
+        ready: Option<Bound>,
+    ) -> Expectations {
+        Expectations {
+            recovered,
+            time_to_running: running,
+            time_to_ready: ready,
+        }
+    }
+
+    fn oos() -> RemediationSpec {
+        RemediationSpec::OutOfServiceTaint {
+            after: Duration::ZERO,
+            fence: true,
+        }
+    }
+
+    fn eval(
+        text: &str,
+        recovery: u64,
+        e: Expectations,
+        err: Option<&str>,
+    ) -> (Vec<ExpectationResult>, Verdict) {
+        let run = planned("node-shutdown", "v", 1, oos(), secs(recovery), e);
+        evaluate(&run, &analyze(&events(text)), err)
+    }
+
+    #[test]
+    fn fmt_ms_for_humans() {
+        assert_eq!(fmt_ms(0), "0.0s");
+        assert_eq!(fmt_ms(449), "0.4s");
+        assert_eq!(fmt_ms(41_249), "41.2s");
+        assert_eq!(fmt_ms(41_250), "41.3s");
+        assert_eq!(fmt_ms(59_949), "59.9s");
+        assert_eq!(fmt_ms(59_950), "1m00s");
+        assert_eq!(fmt_ms(123_000), "2m03s");
+        assert_eq!(fmt_ms(422_740), "7m03s");
+        assert_eq!(fmt_ms(3_723_000), "1h02m03s");
+        assert_eq!(fmt_duration(secs(90)), "1m 30s");
+        assert_eq!(fmt_duration(secs(120)), "2m");
+    }
+
+    #[test]
+    fn recovered_run_passes_with_evidence_naming_the_replacement() {
+        let (r, v) = eval(
+            OOS_TAINT,
+            120,
+            expect(Some(true), bound(120), bound(60)),
+            None,
+        );
+        assert_eq!(v, Verdict::Pass);
+        assert_eq!(r.len(), 3);
+        assert!(r.iter().all(|x| x.verdict == Verdict::Pass), "{r:#?}");
+        assert_eq!(r[0].name, "recovered");
+        assert_eq!(r[0].expected, "true");
+        assert_eq!(r[0].actual, "true");
+        assert!(
+            r[0].evidence.starts_with(
+                "replacement writer-0 (uid b7e9a0c1-2d3e-4f50-8a6b-7c8d9e0f1a2b) Ready on \
+                 kind-worker2 at 39.7s"
+            ),
+            "{}",
+            r[0].evidence
+        );
+        assert_eq!(r[1].name, "timeToRunning");
+        assert_eq!(r[1].expected, "<= 2m");
+        assert_eq!(r[1].actual, "31.8s");
+        assert_eq!(r[2].name, "timeToReady");
+        assert_eq!(r[2].actual, "39.7s");
+    }
+
+    #[test]
+    fn bound_exceeded_fails() {
+        let (r, v) = eval(OOS_TAINT, 120, expect(None, None, bound(30)), None);
+        assert_eq!(v, Verdict::Fail);
+        assert_eq!(r[0].verdict, Verdict::Fail);
+        assert_eq!(r[0].actual, "39.7s");
+        assert!(
+            r[0].evidence.ends_with("9.7s over the 30s bound"),
+            "{}",
+            r[0].evidence
+        );
+    }
+
+    #[test]
+    fn expected_non_recovery_is_a_pass() {
+        let (r, v) = eval(NONE_TIMEOUT, 120, expect(Some(false), None, None), None);
+        assert_eq!(v, Verdict::Pass);
+        assert_eq!(r[0].actual, "false");
+        assert_eq!(
+            r[0].evidence,
+            "node kind-worker NotReady at 20.6s; old pod writer-0 Terminating since 30.7s; \
+             no replacement pod was created; no replacement Ready within the 2m recovery \
+             timeout (the 2m recovery timeout elapsed at 2m00s)"
+        );
+    }
+
+    #[test]
+    fn unrecovered_run_fails_recovered_and_bounds_as_absent() {
+        let (r, v) = eval(
+            NONE_TIMEOUT,
+            120,
+            expect(Some(true), bound(120), bound(120)),
+            None,
+        );
+        assert_eq!(v, Verdict::Fail);
+        assert_eq!(r[0].verdict, Verdict::Fail);
+        assert_eq!(r[0].actual, "false");
+        assert_eq!(r[1].verdict, Verdict::Fail);
+        assert_eq!(r[1].actual, "absent (never Running)");
+        assert_eq!(r[2].actual, "absent (never Ready)");
+        assert!(r[2].evidence.contains("recovery timeout elapsed at 2m00s"));
+    }
+
+    #[test]
+    fn ready_after_the_recovery_timeout_is_not_recovered() {
+        // The force-delete run is Ready at 7m03s; with a 5m recovery timeout that is too late.
+        let (r, v) = eval(FORCE_DELETE, 300, expect(Some(true), None, None), None);
+        assert_eq!(v, Verdict::Fail);
+        assert_eq!(r[0].actual, "false");
+        assert!(
+            r[0].evidence
+                .ends_with("Ready on kind-worker2 at 7m03s, after the 5m recovery timeout"),
+            "{}",
+            r[0].evidence
+        );
+        let (_, v) = eval(FORCE_DELETE, 600, expect(Some(true), None, None), None);
+        assert_eq!(v, Verdict::Pass);
+    }
+
+    /// The oos-taint run cut off at `at_ms` (no run-finished).
+    fn truncated(at_ms: u64) -> Vec<Event> {
+        let mut ev = events(OOS_TAINT);
+        ev.retain(|e| e.at_ms <= at_ms);
+        ev
+    }
+
+    #[test]
+    fn harness_error_makes_undecided_expectations_unknown() {
+        let run = planned(
+            "node-shutdown",
+            "v",
+            1,
+            oos(),
+            secs(120),
+            expect(Some(true), bound(120), bound(60)),
+        );
+        // Cut 25 s after the fault: nothing decided yet.
+        let tl = analyze(&truncated(10_402 + 25_000));
+        let (r, v) = evaluate(&run, &tl, Some("lost the API server"));
+        assert_eq!(v, Verdict::Unknown);
+        assert!(r.iter().all(|x| x.verdict == Verdict::Unknown), "{r:#?}");
+        assert_eq!(r[0].actual, "unknown (run ended early)");
+        assert!(
+            r[0].evidence.starts_with(
+                "the run ended 21.4s after the fault, before a replacement was Ready: lost the \
+                 API server; so far: node kind-worker NotReady at 20.9s"
+            ),
+            "{}",
+            r[0].evidence
+        );
+    }
+
+    #[test]
+    fn harness_error_still_decides_what_the_events_prove() {
+        let run = planned(
+            "node-shutdown",
+            "v",
+            1,
+            oos(),
+            secs(120),
+            expect(Some(true), bound(20), bound(60)),
+        );
+        // Cut 35 s after the fault: Running (31.8 s) exceeded the 20 s bound, Ready unknown.
+        let tl = analyze(&truncated(10_402 + 35_000));
+        let (r, v) = evaluate(&run, &tl, Some("watch failed"));
+        assert_eq!(r[0].verdict, Verdict::Unknown);
+        assert_eq!(r[1].verdict, Verdict::Fail);
+        assert_eq!(r[2].verdict, Verdict::Unknown);
+        assert_eq!(v, Verdict::Fail);
+
+        // Everything passing but the run errored (e.g. during healing): Unknown overall.
+        let run = planned(
+            "node-shutdown",
+            "v",
+            1,
+            oos(),
+            secs(120),
+            expect(Some(true), bound(120), bound(60)),
+        );
+        let tl = analyze(&events(OOS_TAINT));
+        let (r, v) = evaluate(&run, &tl, Some("heal failed: node did not come back"));
+        assert!(r.iter().all(|x| x.verdict == Verdict::Pass));
+        assert_eq!(v, Verdict::Unknown);
+
+        // An absent metric whose bound had already passed when the run died is a Fail.
+        let run = planned(
+            "node-shutdown",
+            "v",
+            1,
+            oos(),
+            secs(120),
+            expect(None, None, bound(30)),
+        );
+        let tl = analyze(&truncated(10_402 + 35_000));
+        let (r, v) = evaluate(&run, &tl, Some("watch failed"));
+        assert_eq!(r[0].actual, "absent (never Ready)");
+        assert_eq!(v, Verdict::Fail);
+    }
+
+    #[test]
+    fn evidence_names_a_replacement_stuck_on_the_attached_volume() {
+        // The force-delete run observed for 2 minutes only, then finished cleanly.
+        let mut ev = events(FORCE_DELETE);
+        ev.retain(|e| e.at_ms <= 9_870 + 120_000);
+        ev.push(Event {
+            at_ms: 9_870 + 120_000,
+            wall: "2025-06-02T10:28:09.870Z".into(),
+            what: EventKind::RunFinished { error: None },
+        });
+        let run = planned(
+            "node-shutdown",
+            "force-delete",
+            1,
+            RemediationSpec::ForceDeletePod { after: secs(30) },
+            secs(600),
+            expect(Some(true), bound(60), None),
+        );
+        let (r, v) = evaluate(&run, &analyze(&ev), None);
+        assert_eq!(v, Verdict::Fail);
+        assert_eq!(
+            r[0].evidence,
+            "node kind-worker NotReady at 20.8s; force-delete-pod applied at 50.8s; old pod \
+             writer-0 deleted at 50.8s; replacement writer-0 (uid \
+             4d5e6f70-8192-4a3b-9c4d-5e6f7a8b9c0d) created at 50.9s, scheduled on kind-worker2 \
+             at 51.0s, never Running (volume still attached to kind-worker); no replacement \
+             Ready within the 10m recovery timeout (observed until 2m00s after the fault)"
+        );
+        assert_eq!(r[1].actual, "absent (never Running)");
+    }
+
+    #[test]
+    fn no_expectations_is_unknown() {
+        let (r, v) = eval(OOS_TAINT, 120, Expectations::default(), None);
+        assert!(r.is_empty());
+        assert_eq!(v, Verdict::Unknown);
+    }
+
+    #[test]
+    fn no_fault_is_unknown_even_without_error() {
+        let mut ev = events(OOS_TAINT);
+        ev.retain(|e| !matches!(e.what, EventKind::FaultInjected { .. }));
+        let run = planned(
+            "node-shutdown",
+            "v",
+            1,
+            oos(),
+            secs(120),
+            expect(Some(false), bound(60), None),
+        );
+        let (r, v) = evaluate(&run, &analyze(&ev), None);
+        assert_eq!(v, Verdict::Unknown);
+        assert_eq!(r[0].actual, "unknown (no fault)");
+        assert_eq!(r[1].verdict, Verdict::Unknown);
+        assert!(r[0].evidence.starts_with("no fault-injected event"));
+    }
+
+    #[test]
+    fn combine_rules() {
+        let res = |v| ExpectationResult {
+            name: "x".into(),
+            expected: "".into(),
+            actual: "".into(),
+            verdict: v,
+            evidence: "".into(),
+        };
+        assert_eq!(combine(&[res(Verdict::Pass)], false), Verdict::Pass);
+        assert_eq!(combine(&[res(Verdict::Pass)], true), Verdict::Unknown);
+        assert_eq!(
+            combine(&[res(Verdict::Unknown), res(Verdict::Fail)], true),
+            Verdict::Fail
+        );
+        assert_eq!(
+            combine(&[res(Verdict::Pass), res(Verdict::Unknown)], false),
+            Verdict::Unknown
+        );
+        assert_eq!(combine(&[], false), Verdict::Unknown);
+    }
+}
