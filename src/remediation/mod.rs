@@ -1,0 +1,108 @@
+//! Remediations (effectful): what operators do about a dead node, done through the API server.
+
+use k8s_openapi::api::core::v1::{Node, Pod, Taint};
+use kube::api::{DeleteParams, PostParams};
+use kube::Api;
+
+/// KEP-2268's taint: pods without a matching toleration are deleted by the pod GC and their
+/// volumes detached at once.
+pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
+pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
+
+#[derive(Debug, thiserror::Error)]
+pub enum RemediationError {
+    #[error("{action} on {object}: {source}")]
+    Api { action: &'static str, object: String, source: kube::Error },
+}
+
+fn api_err(action: &'static str, object: &str) -> impl FnOnce(kube::Error) -> RemediationError + '_ {
+    move |source| RemediationError::Api { action, object: object.to_string(), source }
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+pub fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+/// Changes a node's taints with get + replace, retrying on write conflicts.
+/// Returns false when the node does not exist.
+async fn edit_taints(nodes: &Api<Node>, node: &str, edit: impl Fn(&mut Vec<Taint>)) -> Result<bool, RemediationError> {
+    loop {
+        let mut obj = match nodes.get_opt(node).await.map_err(api_err("get", node))? {
+            Some(n) => n,
+            None => return Ok(false),
+        };
+        let spec = obj.spec.get_or_insert_with(Default::default);
+        let mut taints = spec.taints.take().unwrap_or_default();
+        edit(&mut taints);
+        spec.taints = if taints.is_empty() { None } else { Some(taints) };
+        match nodes.replace(node, &PostParams::default(), &obj).await {
+            Ok(_) => return Ok(true),
+            Err(e) if is_conflict(&e) => continue,
+            Err(e) => return Err(api_err("update taints", node)(e)),
+        }
+    }
+}
+
+pub async fn add_out_of_service_taint(nodes: &Api<Node>, node: &str) -> Result<bool, RemediationError> {
+    edit_taints(nodes, node, |taints| {
+        if !taints.iter().any(|t| t.key == OUT_OF_SERVICE_KEY) {
+            taints.push(Taint {
+                key: OUT_OF_SERVICE_KEY.into(),
+                value: Some(OUT_OF_SERVICE_VALUE.into()),
+                effect: "NoExecute".into(),
+                time_added: None,
+            });
+        }
+    })
+    .await
+}
+
+pub async fn remove_taint(nodes: &Api<Node>, node: &str, key: &str) -> Result<bool, RemediationError> {
+    edit_taints(nodes, node, |taints| taints.retain(|t| t.key != key)).await
+}
+
+/// `kubectl delete pod --force --grace-period=0`.
+pub async fn force_delete_pod(pods: &Api<Pod>, pod: &str) -> Result<(), RemediationError> {
+    let params = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+    match pods.delete(pod, &params).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_not_found(&e) => Ok(()),
+        Err(e) => Err(api_err("force-delete", pod)(e)),
+    }
+}
+
+/// Deletes the Node object; returns it as it was (for the journal: recreate it if the kubelet
+/// does not re-register the node by itself).
+pub async fn get_node(nodes: &Api<Node>, node: &str) -> Result<Option<Node>, RemediationError> {
+    nodes.get_opt(node).await.map_err(api_err("get", node))
+}
+
+pub async fn delete_node(nodes: &Api<Node>, node: &str) -> Result<(), RemediationError> {
+    match nodes.delete(node, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_not_found(&e) => Ok(()),
+        Err(e) => Err(api_err("delete", node)(e)),
+    }
+}
+
+/// Recreates a Node object from what it was (metadata reduced to name and labels).
+pub async fn recreate_node(nodes: &Api<Node>, saved: &serde_json::Value) -> Result<(), RemediationError> {
+    let mut node: Node = serde_json::from_value(saved.clone()).unwrap_or_default();
+    let name = node.metadata.name.clone().unwrap_or_default();
+    node.metadata = kube::api::ObjectMeta { name: Some(name.clone()), labels: node.metadata.labels.take(), ..Default::default() };
+    node.status = None;
+    if let Some(spec) = node.spec.as_mut() {
+        if let Some(t) = spec.taints.as_mut() {
+            t.retain(|t| !t.key.starts_with("node.kubernetes.io/"));
+        }
+    }
+    match nodes.create(&PostParams::default(), &node).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(api_err("recreate", &name)(e)),
+    }
+}
