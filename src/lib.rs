@@ -9,3 +9,11 @@ pub mod report;
 pub mod spec;
 pub mod timeline;
 pub mod verdict;
+
+pub mod cli;
+pub mod cluster;
+pub mod faults;
+pub mod observe;
+pub mod remediation;
+pub mod runner;
+pub mod workload;

@@ -33,7 +33,13 @@ mapfile -t refs < <("$K8S_BIN" kubeadm config images list --kubernetes-version "
 pause=$(printf '%s\n' "${refs[@]}" | grep '/pause:')
 sed -i "s#@PAUSE_IMAGE@#$pause#" "$ov/etc/containerd/config.toml"
 tar -xOf "$ROOTFS_TAR" ./usr/bin/catatonit > "$ctx/catatonit"
-python3 "$TESTENV_DIR/node/images.py" "$ov/kind/images/images.tar" "$K8S_BIN" "$ctx/catatonit" "${refs[@]}"
+# Debian's static busybox, for the small image testenv's own tests run (cached .deb).
+bbdir="$CACHE_DIR/busybox-static"
+if [ ! -x "$bbdir/bin/busybox" ]; then
+  mkdir -p "$bbdir.tmp" && (cd "$bbdir.tmp" && apt-get download -q busybox-static >/dev/null)
+  dpkg-deb -x "$bbdir.tmp"/busybox-static_*.deb "$bbdir.tmp" && rm -rf "$bbdir" && mv "$bbdir.tmp" "$bbdir"
+fi
+python3 "$TESTENV_DIR/node/images.py" "$ov/kind/images/images.tar" "$K8S_BIN" "$ctx/catatonit" "$bbdir/bin/busybox" "${refs[@]}"
 echo "$K8S_VERSION-$NODE_KEY" > "$ov/kind/images/revision"
 
 # systemd: enable our units, keep gettys off the container's tty.

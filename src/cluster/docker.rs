@@ -83,8 +83,9 @@ impl DockerNodes {
         }
     }
 
-    /// Runs `cmd` in `container` (feeding `stdin` when given); fails on a non-zero exit.
-    pub async fn exec(&self, container: &str, cmd: &[&str], stdin: Option<Vec<u8>>) -> Result<String, ClusterError> {
+    /// Runs `cmd` in `container` (streaming the file `stdin` to it when given); fails on a
+    /// non-zero exit.
+    pub async fn exec(&self, container: &str, cmd: &[&str], stdin: Option<&std::path::Path>) -> Result<String, ClusterError> {
         let exec = self
             .docker
             .create_exec(
@@ -103,8 +104,9 @@ impl DockerNodes {
             self.docker.start_exec(&exec.id, Some(StartExecOptions { detach: false, ..Default::default() })).await?
         {
             let writer = async move {
-                if let Some(data) = stdin {
-                    input.write_all(&data).await?;
+                if let Some(path) = stdin {
+                    let mut file = tokio::fs::File::open(path).await?;
+                    tokio::io::copy(&mut file, &mut input).await?;
                 }
                 input.shutdown().await
             };
@@ -128,5 +130,16 @@ impl DockerNodes {
             });
         }
         Ok(text)
+    }
+}
+
+impl DockerNodes {
+    /// The kind cluster a node container belongs to (its `io.x-k8s.kind.cluster` label).
+    pub async fn cluster_of(&self, container: &str) -> Result<String, ClusterError> {
+        let info = self.docker.inspect_container(container, None).await?;
+        info.config
+            .and_then(|c| c.labels)
+            .and_then(|l| l.get(KIND_CLUSTER_LABEL).cloned())
+            .ok_or_else(|| ClusterError::NoContainer { node: container.to_string(), cluster: "?".into() })
     }
 }

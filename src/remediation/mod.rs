@@ -15,8 +15,9 @@ pub enum RemediationError {
     Api { action: &'static str, object: String, source: kube::Error },
 }
 
-fn api_err(action: &'static str, object: &str) -> impl FnOnce(kube::Error) -> RemediationError + '_ {
-    move |source| RemediationError::Api { action, object: object.to_string(), source }
+fn api_err(action: &'static str, object: &str) -> impl FnOnce(kube::Error) -> RemediationError {
+    let object = object.to_string();
+    move |source| RemediationError::Api { action, object, source }
 }
 
 fn is_conflict(e: &kube::Error) -> bool {

@@ -106,7 +106,7 @@ pub fn write_archive(files: &[(String, PathBuf)], out: &Path) -> Result<String, 
         h.set_size(data.len() as u64);
         archive.append_data(&mut h, name, data)?;
     }
-    archive.into_inner().map_err(|e| ImageError::Write(e.into_error()))?.flush()?;
+    archive.into_inner()?.flush()?;
     Ok(reference)
 }
 

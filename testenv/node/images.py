@@ -3,17 +3,20 @@
 builder: control-plane components and etcd (all from the one multi-call binary, sharing one
 layer) and pause (Debian's static catatonit). `ctr images import` reads it in every node.
 
-usage: images.py OUT.tar K8S_BINARY CATATONIT IMAGE_REF...
+usage: images.py OUT.tar K8S_BINARY CATATONIT BUSYBOX IMAGE_REF...
 Image refs are matched by name: kube-apiserver, kube-controller-manager, kube-scheduler,
 kube-proxy and etcd get the binary layer; pause gets catatonit. Others (coredns) are skipped
-with a message.
+with a message. Also written: nodedown.local/busybox:testenv (Debian's static busybox with
+its applets), the small image with a shell that testenv's own tests run.
 """
 import hashlib
 import io
 import json
+import subprocess
 import sys
 import tarfile
 
+BUSYBOX_REF = "nodedown.local/busybox:testenv"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -41,7 +44,7 @@ def tar_layer(entries):
 
 
 def main():
-    out, k8s_bin, catatonit, *refs = sys.argv[1:]
+    out, k8s_bin, catatonit, busybox, *refs = sys.argv[1:]
     commands = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd"]
     k8s_layer = tar_layer(
         [("usr", "dir", None, 0o755), ("usr/local", "dir", None, 0o755),
@@ -51,6 +54,13 @@ def main():
         + [("usr/local/bin/" + c, "symlink", "nodedown-k8s", 0o777) for c in commands]
     )
     pause_layer = tar_layer([("pause", "file", catatonit, 0o755)])
+    applets = subprocess.run([busybox, "--list"], check=True, capture_output=True, text=True).stdout.split()
+    busybox_layer = tar_layer(
+        [("bin", "dir", None, 0o755), ("tmp", "dir", None, 0o1777), ("data", "dir", None, 0o755),
+         ("bin/busybox", "file", busybox, 0o755)]
+        + [("bin/" + a, "symlink", "busybox", 0o777) for a in applets if a != "busybox"]
+    )
+    refs = refs + [BUSYBOX_REF]
     layers = {}  # digest -> bytes
     manifest = []
     for ref in refs:
@@ -59,6 +69,8 @@ def main():
             layer, entrypoint = k8s_layer, None
         elif name == "pause":
             layer, entrypoint = pause_layer, ["/pause", "-P"]
+        elif ref == BUSYBOX_REF:
+            layer, entrypoint = busybox_layer, ["/bin/sh"]
         else:
             print(f"images.py: skipping {ref} (not built here)", file=sys.stderr)
             continue

@@ -1,0 +1,65 @@
+use super::{error, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK};
+use crate::report::{self, Report};
+use crate::runner;
+use clap::{Args, ValueEnum};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    Json,
+    Junit,
+    Markdown,
+    Table,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A directory written by `nodedown run` (or one run directory inside it).
+    pub run_dir: PathBuf,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+pub fn tool_version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// Recomputes the report of every run below `dir` from its run.json and events.jsonl.
+pub fn build(dir: &Path) -> Result<Report, runner::RunnerError> {
+    let mut runs = Vec::new();
+    for run_dir in runner::run_dirs(dir) {
+        runs.push(runner::load_run(&run_dir)?);
+    }
+    Ok(report::assemble::report(runs, &tool_version()))
+}
+
+pub fn render(report: &Report, format: Format) -> String {
+    match format {
+        Format::Json => report::json::to_string(report),
+        Format::Junit => report::junit::render(report),
+        Format::Markdown => report::markdown::render(report),
+        Format::Table => report::table::render(report, std::io::stdout().is_terminal()),
+    }
+}
+
+pub fn report(args: ReportArgs) -> u8 {
+    if !args.run_dir.is_dir() {
+        error(format!("{} is not a directory; give the directory `nodedown run` wrote (--out)", args.run_dir.display()));
+        return EXIT_BAD_INPUT;
+    }
+    match build(&args.run_dir) {
+        Ok(r) if r.experiments.is_empty() => {
+            error(format!("{} holds no run (no run.json below it)", args.run_dir.display()));
+            EXIT_BAD_INPUT
+        }
+        Ok(r) => {
+            print!("{}", render(&r, args.format));
+            EXIT_OK
+        }
+        Err(e) => {
+            error(e);
+            EXIT_HARNESS
+        }
+    }
+}

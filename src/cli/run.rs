@@ -1,0 +1,187 @@
+use super::report::{build, render, Format};
+use super::{error, EXIT_BAD_INPUT, EXIT_EXPECTATION_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_OK};
+use crate::plan::PlanOptions;
+use crate::report::{self, Report, Verdict};
+use crate::runner::{self, Options, Progress, RunnerError, SESSION_FILE};
+use clap::{Args, ValueEnum};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Experiment files or directories of *.yaml (default: experiments/smoke.yaml).
+    pub paths: Vec<PathBuf>,
+    /// Output directory (default: runs/<UTC timestamp>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// kind cluster to create or reuse (default: the experiment's cluster.name, else nodedown).
+    #[arg(long)]
+    pub cluster_name: Option<String>,
+    /// kind config to create the cluster from (default: the experiment's cluster.config).
+    #[arg(long)]
+    pub kind_config: Option<PathBuf>,
+    /// Keep a cluster this run created (by default it is deleted at the end).
+    #[arg(long)]
+    pub retain: bool,
+    /// Use an existing cluster through this kubeconfig context (no kind).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Run each variant this many times (overrides `repeat`).
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Run only these variants (repeatable).
+    #[arg(long = "only", value_name = "VARIANT")]
+    pub only: Vec<String>,
+    /// kind node image (default: NODEDOWN_NODE_IMAGE, else the one testenv built).
+    #[arg(long)]
+    pub node_image: Option<String>,
+    /// What to print on stdout at the end.
+    #[arg(long, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+}
+
+fn write_reports(out: &Path, report: &Report) -> std::io::Result<()> {
+    std::fs::write(out.join("results.json"), report::json::to_string(report))?;
+    std::fs::write(out.join("junit.xml"), report::junit::render(report))?;
+    let md = report::markdown::render(report);
+    std::fs::write(out.join("summary.md"), &md)?;
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(summary)?;
+        f.write_all(md.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn exit_code(report: &Report) -> u8 {
+    let runs = report.experiments.iter().flat_map(|e| e.runs.iter());
+    let (mut failed, mut harness) = (false, false);
+    for r in runs {
+        match r.verdict {
+            Verdict::Fail => failed = true,
+            Verdict::Unknown if r.error.is_some() => harness = true,
+            _ => {}
+        }
+    }
+    if failed {
+        EXIT_EXPECTATION_FAILED
+    } else if harness {
+        EXIT_HARNESS
+    } else {
+        EXIT_OK
+    }
+}
+
+pub async fn run(args: RunArgs, quiet: bool) -> u8 {
+    let paths = if args.paths.is_empty() { vec![PathBuf::from("experiments/smoke.yaml")] } else { args.paths.clone() };
+    let experiments = match crate::spec::load_paths(&paths) {
+        Ok(e) => e,
+        Err(e) => {
+            error(e);
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let plan_opts = PlanOptions { repeat: args.repeat, only: args.only.clone() };
+    if args.repeat == Some(0) {
+        error("--repeat must be at least 1");
+        return EXIT_BAD_INPUT;
+    }
+    let runs = runner::plan_all(&experiments, &plan_opts);
+    if runs.is_empty() {
+        error(format!("no run left after --only {}: check the variant names (nodedown validate lists them)", args.only.join(",")));
+        return EXIT_BAD_INPUT;
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "");
+        PathBuf::from("runs").join(stamp)
+    });
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        error(format!("cannot create {}: {e}", out.display()));
+        return EXIT_HARNESS;
+    }
+    let order: String = runs.iter().map(|r| format!("{}\n", r.id)).collect();
+    let _ = std::fs::write(out.join("order.txt"), order);
+
+    let progress = Progress::new(quiet);
+    let opts = Options {
+        out: out.clone(),
+        cluster_name: args.cluster_name.clone(),
+        kind_config: args.kind_config.clone(),
+        retain: args.retain,
+        context: args.context.clone(),
+        node_image: args.node_image.clone(),
+    };
+    let env = match runner::prepare(&experiments, &opts, &progress).await {
+        Ok(env) => env,
+        Err(e) => {
+            progress.finish();
+            error(format!("cannot prepare the cluster: {e}"));
+            return EXIT_HARNESS;
+        }
+    };
+    let session = serde_json::to_string_pretty(&env.session).expect("session serializes");
+    if let Err(e) = std::fs::write(out.join(SESSION_FILE), session + "\n") {
+        error(format!("cannot write {}: {e}", out.join(SESSION_FILE).display()));
+        return EXIT_HARNESS;
+    }
+    let user_image = experiments.iter().find_map(|(_, e)| e.workload.image.clone());
+    let image = match runner::workload_image(&env, user_image.as_deref(), &progress).await {
+        Ok(i) => i,
+        Err(e) => {
+            progress.finish();
+            error(format!("cannot provide the workload image: {e}"));
+            let _ = env.finish(args.retain).await;
+            return EXIT_HARNESS;
+        }
+    };
+    let mut interrupted = false;
+    let total = runs.len();
+    for (i, planned) in runs.iter().enumerate() {
+        let mut planned = planned.clone();
+        if planned.cluster.config.is_none() {
+            planned.cluster.config = env.session.profile.clone().map(PathBuf::from);
+        }
+        progress.set_run(&format!("[{}/{}] {}", i + 1, total, planned.id));
+        match runner::run_one(&env, &image, &planned, &out.join(&planned.id), &progress).await {
+            Ok(_) => {}
+            Err(RunnerError::Interrupted(signal)) => {
+                error(format!("interrupted by {signal}; healed the cluster from the journal; stopping"));
+                interrupted = true;
+                break;
+            }
+            Err(e) => error(format!("run {}: {e}", planned.id)),
+        }
+    }
+    progress.finish();
+    if let Err(e) = env.finish(args.retain).await {
+        error(format!("deleting the cluster: {e}"));
+    }
+    let report = match build(&out) {
+        Ok(r) => r,
+        Err(e) => {
+            error(format!("cannot assemble the report: {e}"));
+            return EXIT_HARNESS;
+        }
+    };
+    if let Err(e) = write_reports(&out, &report) {
+        error(format!("cannot write reports in {}: {e}", out.display()));
+        return EXIT_HARNESS;
+    }
+    match args.output {
+        Output::Table => print!("{}", render(&report, Format::Table)),
+        Output::Json => print!("{}", render(&report, Format::Json)),
+    }
+    if !quiet {
+        eprintln!("reports: {}/{{results.json,junit.xml,summary.md}}", out.display());
+    }
+    if interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        exit_code(&report)
+    }
+}

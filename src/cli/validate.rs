@@ -1,0 +1,27 @@
+use super::{error, EXIT_BAD_INPUT, EXIT_OK};
+use crate::plan::{self, PlanOptions};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Experiment files or directories.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+pub fn validate(args: ValidateArgs) -> u8 {
+    match crate::spec::load_paths(&args.paths) {
+        Ok(experiments) => {
+            for (file, exp) in &experiments {
+                let runs = plan::expand(exp, file, &PlanOptions::default());
+                println!("{}: ok ({}, {} run{})", file.display(), exp.name, runs.len(), if runs.len() == 1 { "" } else { "s" });
+            }
+            EXIT_OK
+        }
+        Err(e) => {
+            error(e);
+            EXIT_BAD_INPUT
+        }
+    }
+}

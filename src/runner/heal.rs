@@ -1,0 +1,147 @@
+//! Healing: replays a journal's pending undo actions, in heal order. Used at the end of every
+//! run, on every exit path (error, panic, signal), and by `nodedown cleanup`.
+
+use super::journal::{Journal, Undo};
+use crate::cluster::DockerNodes;
+use crate::observe::Recorder;
+use crate::remediation;
+use crate::timeline::EventKind;
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume};
+use kube::api::DeleteParams;
+use kube::{Api, Client};
+use std::time::Duration;
+
+pub struct Healer {
+    pub client: Client,
+    pub docker: Option<DockerNodes>,
+    /// How long a node may take to be Ready again.
+    pub node_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{undo}: {detail}")]
+pub struct HealError {
+    pub undo: String,
+    pub detail: String,
+}
+
+impl Healer {
+    /// Heals everything pending in `journal`; records heal events when a recorder is given.
+    /// Keeps going after a failure and returns every failure.
+    pub async fn heal_all(&self, journal: &Journal, recorder: Option<&Recorder>) -> Vec<HealError> {
+        let mut errors = Vec::new();
+        let pending = match journal.pending() {
+            Ok(p) => p,
+            Err(e) => {
+                return vec![HealError { undo: journal.path().display().to_string(), detail: e.to_string() }];
+            }
+        };
+        for (id, undo) in pending {
+            match self.heal(&undo, recorder).await {
+                Ok(()) => {
+                    if let Err(e) = journal.healed(id) {
+                        tracing::warn!("cannot mark journal entry {id} healed: {e}");
+                    }
+                }
+                Err(detail) => {
+                    tracing::error!("heal {undo:?} failed: {detail}");
+                    errors.push(HealError { undo: format!("{undo:?}"), detail });
+                }
+            }
+        }
+        errors
+    }
+
+    async fn heal(&self, undo: &Undo, recorder: Option<&Recorder>) -> Result<(), String> {
+        let nodes: Api<Node> = Api::all(self.client.clone());
+        let note = |what: EventKind| {
+            if let Some(r) = recorder {
+                r.record(what);
+            }
+        };
+        match undo {
+            Undo::StartNode { container, node } => {
+                let docker = self.docker.as_ref().ok_or("no Docker access to start the node container")?;
+                docker.start(container).await.map_err(|e| e.to_string())?;
+                note(EventKind::Note { message: format!("node container {container} started") });
+                wait_node_ready(&nodes, node, self.node_timeout).await?;
+                note(EventKind::FaultHealed { fault: "node-shutdown".into(), node: node.clone() });
+                Ok(())
+            }
+            Undo::RestoreNode { node, object } => {
+                // The kubelet re-registers its node when it starts; recreate only if it did not.
+                let deadline = tokio::time::Instant::now() + self.node_timeout;
+                loop {
+                    if remediation::get_node(&nodes, node).await.map_err(|e| e.to_string())?.is_some() {
+                        return Ok(());
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        remediation::recreate_node(&nodes, object).await.map_err(|e| e.to_string())?;
+                        note(EventKind::RemediationUndone {
+                            remediation: "delete-node".into(),
+                            node: node.clone(),
+                            detail: "Node object recreated from the journal".into(),
+                        });
+                        return Ok(());
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+            Undo::RemoveTaint { node, key } => {
+                if remediation::remove_taint(&nodes, node, key).await.map_err(|e| e.to_string())? {
+                    note(EventKind::RemediationUndone {
+                        remediation: "out-of-service-taint".into(),
+                        node: node.clone(),
+                        detail: format!("taint {key} removed"),
+                    });
+                }
+                Ok(())
+            }
+            Undo::DeleteNamespace { name } => {
+                let api: Api<Namespace> = Api::all(self.client.clone());
+                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))
+            }
+            Undo::DeletePersistentVolume { name } => {
+                let api: Api<PersistentVolume> = Api::all(self.client.clone());
+                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))
+            }
+            Undo::RemoveDir { path } => match std::fs::remove_dir_all(path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(format!("remove {}: {e}", path.display())),
+            },
+        }
+    }
+}
+
+fn ignore_missing(r: Result<(), kube::Error>) -> Result<(), String> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if remediation::is_not_found(&e) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub fn node_is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .map(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        .unwrap_or(false)
+}
+
+/// Polls until the Node exists and is Ready.
+pub async fn wait_node_ready(nodes: &Api<Node>, node: &str, timeout: Duration) -> Result<(), String> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Ok(Some(n)) = nodes.get_opt(node).await {
+            if node_is_ready(&n) {
+                return Ok(());
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("node {node} not Ready within {}", humantime::format_duration(timeout)));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
