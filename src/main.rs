@@ -6,18 +6,31 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return std::process::ExitCode::from(if e.use_stderr() { nodedown::cli::EXIT_BAD_INPUT } else { 0 });
+            return std::process::ExitCode::from(if e.use_stderr() {
+                nodedown::cli::EXIT_BAD_INPUT
+            } else {
+                0
+            });
         }
     };
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     if matches!(cli.command, nodedown::cli::Command::Writer { .. }) {
         // The in-container workload needs no async runtime.
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
         return std::process::ExitCode::from(rt.block_on(nodedown::cli::dispatch(cli)));
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     std::process::ExitCode::from(rt.block_on(nodedown::cli::dispatch(cli)))
 }

@@ -65,3 +65,5 @@ ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]
 DOCKERFILE
 DOCKER_BUILDKIT=0 docker build -q -t "$NODE_IMAGE" "$ctx" >/dev/null
 echo "$NODE_IMAGE" > "$NODE_IMAGE_FILE"
+# Older node images of testenv are dead weight (a cluster still using one keeps it: rmi fails).
+docker images --format '{{.Repository}}:{{.Tag}}' nodedown/node | grep -vx "$NODE_IMAGE" | xargs -r docker rmi >/dev/null 2>&1 || true

@@ -12,7 +12,10 @@ fn nodedown() -> Command {
 fn every_bad_fixture_is_exit_2_with_its_error_for_validate_and_run() {
     let expected = std::fs::read_to_string("tests/fixtures/bad/EXPECTED.tsv").unwrap();
     let mut checked = 0;
-    for line in expected.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in expected
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let cols: Vec<&str> = line.split('\t').collect();
         let (file, substring) = (cols[0], cols[3]);
         let path = format!("tests/fixtures/bad/{file}");
@@ -20,8 +23,14 @@ fn every_bad_fixture_is_exit_2_with_its_error_for_validate_and_run() {
             let out = nodedown().args([sub, &path]).output().unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "{sub} {file}: {stderr}");
-            assert!(stderr.contains(substring), "{sub} {file}: expected {substring:?} in {stderr}");
-            assert!(stderr.contains(&path), "{sub} {file}: names the file: {stderr}");
+            assert!(
+                stderr.contains(substring),
+                "{sub} {file}: expected {substring:?} in {stderr}"
+            );
+            assert!(
+                stderr.contains(&path),
+                "{sub} {file}: names the file: {stderr}"
+            );
         }
         checked += 1;
     }
@@ -30,18 +39,53 @@ fn every_bad_fixture_is_exit_2_with_its_error_for_validate_and_run() {
 
 #[test]
 fn shipped_experiments_validate() {
-    let out = nodedown().args(["validate", "experiments"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = nodedown()
+        .args(["validate", "experiments"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("node-shutdown, 4 runs"), "{stdout}");
 }
 
 #[test]
 fn usage_errors_are_exit_2() {
-    assert_eq!(nodedown().args(["run", "--no-such-flag"]).output().unwrap().status.code(), Some(2));
-    assert_eq!(nodedown().args(["report", "/nonexistent/run"]).output().unwrap().status.code(), Some(2));
-    assert_eq!(nodedown().args(["cleanup", "/nonexistent/run"]).output().unwrap().status.code(), Some(2));
-    let out = nodedown().args(["run", "experiments/node-shutdown.yaml", "--only", "nope"]).output().unwrap();
+    assert_eq!(
+        nodedown()
+            .args(["run", "--no-such-flag"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        nodedown()
+            .args(["report", "/nonexistent/run"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        nodedown()
+            .args(["cleanup", "/nonexistent/run"])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2)
+    );
+    let out = nodedown()
+        .args(["run", "experiments/node-shutdown.yaml", "--only", "nope"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--only"));
 }
@@ -62,9 +106,22 @@ fn report_rerenders_a_recorded_run_dir() {
         "expect": {"recovered": true}
     });
     std::fs::write(run.join("run.json"), planned.to_string()).unwrap();
-    std::fs::copy("tests/fixtures/events/oos-taint.jsonl", run.join("events.jsonl")).unwrap();
-    let out = nodedown().args(["report", "--format", "json"]).arg(dir.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::copy(
+        "tests/fixtures/events/oos-taint.jsonl",
+        run.join("events.jsonl"),
+    )
+    .unwrap();
+    let out = nodedown()
+        .args(["report", "--format", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = nodedown::report::json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
     let r = &report.experiments[0].runs[0];
     assert_eq!(r.verdict, nodedown::report::Verdict::Pass, "{r:?}");

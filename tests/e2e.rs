@@ -25,13 +25,28 @@ fn nodedown() -> Command {
 
 fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("spawn");
-    eprintln!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprintln!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
 fn kubectl_json(args: &[&str]) -> serde_json::Value {
-    let out = Command::new("kubectl").arg("--context").arg(context()).args(args).arg("-o").arg("json").output().expect("kubectl");
-    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("kubectl")
+        .arg("--context")
+        .arg(context())
+        .args(args)
+        .arg("-o")
+        .arg("json")
+        .output()
+        .expect("kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("kubectl json")
 }
 
@@ -41,19 +56,32 @@ fn unhealthy_nodes() -> Vec<String> {
     let mut bad = Vec::new();
     for n in nodes["items"].as_array().unwrap() {
         let name = n["metadata"]["name"].as_str().unwrap().to_string();
-        let ready = n["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Ready" && c["status"] == "True");
-        let oos = n["spec"]["taints"].as_array().is_some_and(|t| t.iter().any(|t| t["key"] == "node.kubernetes.io/out-of-service"));
+        let ready = n["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        let oos = n["spec"]["taints"].as_array().is_some_and(|t| {
+            t.iter()
+                .any(|t| t["key"] == "node.kubernetes.io/out-of-service")
+        });
         if !ready || oos {
             bad.push(name);
         }
     }
-    assert_eq!(nodes["items"].as_array().unwrap().len(), 4, "the testenv cluster has 4 nodes");
+    assert_eq!(
+        nodes["items"].as_array().unwrap().len(),
+        4,
+        "the testenv cluster has 4 nodes"
+    );
     bad
 }
 
 fn lock_cluster() -> std::sync::MutexGuard<'static, ()> {
     let guard = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
-    let out = Command::new("kubectl").args(["--context", &context(), "get", "nodes"]).output();
+    let out = Command::new("kubectl")
+        .args(["--context", &context(), "get", "nodes"])
+        .output();
     assert!(
         out.as_ref().is_ok_and(|o| o.status.success()),
         "the test cluster {} is not reachable: run testenv/up first ({:?})",
@@ -61,7 +89,11 @@ fn lock_cluster() -> std::sync::MutexGuard<'static, ()> {
         out.map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
     );
     // Start from a whole cluster (an earlier failed test may have left a node restarting).
-    wait_until(Duration::from_secs(180), || unhealthy_nodes().is_empty(), "all nodes Ready before the test");
+    wait_until(
+        Duration::from_secs(180),
+        || unhealthy_nodes().is_empty(),
+        "all nodes Ready before the test",
+    );
     guard
 }
 
@@ -93,15 +125,38 @@ fn node_shutdown_experiment_compares_four_remediations() {
     let _g = lock_cluster();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
-    let res = run_ok(nodedown().args(["run", "experiments/node-shutdown.yaml", "--cluster-name", &cluster_name(), "--out"]).arg(&dir));
-    assert_eq!(res.status.code(), Some(0), "every expectation of node-shutdown.yaml met");
+    let res = run_ok(
+        nodedown()
+            .args([
+                "run",
+                "experiments/node-shutdown.yaml",
+                "--cluster-name",
+                &cluster_name(),
+                "--out",
+            ])
+            .arg(&dir),
+    );
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "every expectation of node-shutdown.yaml met"
+    );
 
     // JUnit parses back, one testcase per variant, no failures.
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
     let parsed = quick_junit::Report::deserialize_from_str(&junit).expect("junit.xml parses");
-    let cases: Vec<_> = parsed.test_suites.iter().flat_map(|s| s.test_cases.iter()).collect();
+    let cases: Vec<_> = parsed
+        .test_suites
+        .iter()
+        .flat_map(|s| s.test_cases.iter())
+        .collect();
     assert_eq!(cases.len(), 4);
-    assert!(cases.iter().all(|c| matches!(c.status, quick_junit::TestCaseStatus::Success { .. })), "{junit}");
+    assert!(
+        cases
+            .iter()
+            .all(|c| matches!(c.status, quick_junit::TestCaseStatus::Success { .. })),
+        "{junit}"
+    );
 
     // results.json round-trips and holds the measurements.
     let text = std::fs::read_to_string(dir.join("results.json")).unwrap();
@@ -109,23 +164,54 @@ fn node_shutdown_experiment_compares_four_remediations() {
     assert_eq!(nodedown::report::json::to_string(&report), text);
     let runs = &report.experiments[0].runs;
     for r in runs {
-        assert!(r.metrics.contains_key("time-to-not-ready"), "{}: NotReady observed", r.id);
+        assert!(
+            r.metrics.contains_key("time-to-not-ready"),
+            "{}: NotReady observed",
+            r.id
+        );
         if r.variant == "none" {
-            assert!(!r.metrics.contains_key("time-to-running"), "none: no replacement within the timeout");
-            assert!(r.phases.iter().any(|p| p.name == "pod-terminating"), "none: old pod stuck Terminating");
+            assert!(
+                !r.metrics.contains_key("time-to-running"),
+                "none: no replacement within the timeout"
+            );
+            assert!(
+                r.phases.iter().any(|p| p.name == "pod-terminating"),
+                "none: old pod stuck Terminating"
+            );
         } else {
-            assert!(r.metrics["time-to-running"] > r.metrics["time-to-not-ready"], "{}", r.id);
+            assert!(
+                r.metrics["time-to-running"] > r.metrics["time-to-not-ready"],
+                "{}",
+                r.id
+            );
             assert!(r.metrics.contains_key("time-to-remediation"), "{}", r.id);
             let target = r.target_node.as_ref().unwrap();
-            assert_ne!(r.replacement_node.as_ref(), Some(target), "{}: replacement on another node", r.id);
+            assert_ne!(
+                r.replacement_node.as_ref(),
+                Some(target),
+                "{}: replacement on another node",
+                r.id
+            );
         }
     }
 
     // `nodedown report` re-renders identical output from the run dir.
-    for (format, file) in [("json", "results.json"), ("junit", "junit.xml"), ("markdown", "summary.md")] {
-        let r = nodedown().args(["report", "--format", format]).arg(&dir).output().unwrap();
+    for (format, file) in [
+        ("json", "results.json"),
+        ("junit", "junit.xml"),
+        ("markdown", "summary.md"),
+    ] {
+        let r = nodedown()
+            .args(["report", "--format", format])
+            .arg(&dir)
+            .output()
+            .unwrap();
         assert_eq!(r.status.code(), Some(0));
-        assert_eq!(String::from_utf8(r.stdout).unwrap(), std::fs::read_to_string(dir.join(file)).unwrap(), "{format}");
+        assert_eq!(
+            String::from_utf8(r.stdout).unwrap(),
+            std::fs::read_to_string(dir.join(file)).unwrap(),
+            "{format}"
+        );
     }
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
     assert!(nodedown_namespaces().is_empty(), "run namespaces deleted");
@@ -133,7 +219,15 @@ fn node_shutdown_experiment_compares_four_remediations() {
 
 fn spawn_run(dir: &Path, variant: &str) -> std::process::Child {
     nodedown()
-        .args(["run", "experiments/node-shutdown.yaml", "--only", variant, "--cluster-name", &cluster_name(), "--out"])
+        .args([
+            "run",
+            "experiments/node-shutdown.yaml",
+            "--only",
+            variant,
+            "--cluster-name",
+            &cluster_name(),
+            "--out",
+        ])
         .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -152,13 +246,23 @@ fn sigint_during_the_fault_heals_the_cluster() {
     let dir = out.path().join("run");
     let mut child = spawn_run(&dir, "out-of-service-taint");
     let rd = run_dir(&dir, "out-of-service-taint");
-    wait_until(Duration::from_secs(240), || events_contain(&rd, "\"fault-injected\""), "fault injected");
+    wait_until(
+        Duration::from_secs(240),
+        || events_contain(&rd, "\"fault-injected\""),
+        "fault injected",
+    );
     // SAFETY: plain kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted exit code");
-    assert!(events_contain(&rd, "interrupted by SIGINT"), "run-finished says why");
-    assert!(unhealthy_nodes().is_empty(), "all nodes Ready, no out-of-service taint after SIGINT");
+    assert!(
+        events_contain(&rd, "interrupted by SIGINT"),
+        "run-finished says why"
+    );
+    assert!(
+        unhealthy_nodes().is_empty(),
+        "all nodes Ready, no out-of-service taint after SIGINT"
+    );
 }
 
 #[test]
@@ -169,14 +273,28 @@ fn sigkill_then_cleanup_heals_the_cluster() {
     let mut child = spawn_run(&dir, "out-of-service-taint");
     let rd = run_dir(&dir, "out-of-service-taint");
     // Kill after the taint is on: cleanup must restart the node AND remove the taint.
-    wait_until(Duration::from_secs(240), || events_contain(&rd, "\"remediation-applied\""), "taint applied");
+    wait_until(
+        Duration::from_secs(240),
+        || events_contain(&rd, "\"remediation-applied\""),
+        "taint applied",
+    );
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(!unhealthy_nodes().is_empty(), "SIGKILL left the node down / tainted (nothing healed it)");
+    assert!(
+        !unhealthy_nodes().is_empty(),
+        "SIGKILL left the node down / tainted (nothing healed it)"
+    );
     let res = run_ok(nodedown().arg("cleanup").arg(&dir));
     assert_eq!(res.status.code(), Some(0));
-    assert!(unhealthy_nodes().is_empty(), "all nodes Ready, no out-of-service taint after cleanup");
-    wait_until(Duration::from_secs(60), || nodedown_namespaces().is_empty(), "run namespace deleted");
+    assert!(
+        unhealthy_nodes().is_empty(),
+        "all nodes Ready, no out-of-service taint after cleanup"
+    );
+    wait_until(
+        Duration::from_secs(60),
+        || nodedown_namespaces().is_empty(),
+        "run namespace deleted",
+    );
     // A second cleanup has nothing left to do.
     let again = run_ok(nodedown().arg("cleanup").arg(&dir));
     assert_eq!(again.status.code(), Some(0));

@@ -31,7 +31,11 @@ fn journals(dir: &Path, out: &mut Vec<PathBuf>) {
         out.push(dir.join("journal.jsonl"));
     }
     if let Ok(entries) = std::fs::read_dir(dir) {
-        let mut subdirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        let mut subdirs: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
         subdirs.sort();
         for s in subdirs {
             journals(&s, out);
@@ -41,7 +45,10 @@ fn journals(dir: &Path, out: &mut Vec<PathBuf>) {
 
 pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
     let Some((session_file, session)) = find_session(&args.run_dir) else {
-        error(format!("no {SESSION_FILE} in {} or its parents: is this a directory `nodedown run` wrote?", args.run_dir.display()));
+        error(format!(
+            "no {SESSION_FILE} in {} or its parents: is this a directory `nodedown run` wrote?",
+            args.run_dir.display()
+        ));
         return EXIT_BAD_INPUT;
     };
     let mut files = Vec::new();
@@ -49,7 +56,10 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
     let env = match Env::from_session(session).await {
         Ok(env) => env,
         Err(e) => {
-            error(format!("cannot reach the cluster recorded in {}: {e}", session_file.display()));
+            error(format!(
+                "cannot reach the cluster recorded in {}: {e}",
+                session_file.display()
+            ));
             return EXIT_HARNESS;
         }
     };

@@ -18,7 +18,12 @@ pub const EXIT_HARNESS: u8 = 3;
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Debug, Parser)]
-#[command(name = "nodedown", version, about = "Kill nodes under stateful workloads and measure failover, with evidence", propagate_version = true)]
+#[command(
+    name = "nodedown",
+    version,
+    about = "Kill nodes under stateful workloads and measure failover, with evidence",
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -45,12 +45,18 @@ pub fn render(report: &Report, format: Format) -> String {
 
 pub fn report(args: ReportArgs) -> u8 {
     if !args.run_dir.is_dir() {
-        error(format!("{} is not a directory; give the directory `nodedown run` wrote (--out)", args.run_dir.display()));
+        error(format!(
+            "{} is not a directory; give the directory `nodedown run` wrote (--out)",
+            args.run_dir.display()
+        ));
         return EXIT_BAD_INPUT;
     }
     match build(&args.run_dir) {
         Ok(r) if r.experiments.is_empty() => {
-            error(format!("{} holds no run (no run.json below it)", args.run_dir.display()));
+            error(format!(
+                "{} holds no run (no run.json below it)",
+                args.run_dir.display()
+            ));
             EXIT_BAD_INPUT
         }
         Ok(r) => {

@@ -1,5 +1,7 @@
 use super::report::{build, render, Format};
-use super::{error, EXIT_BAD_INPUT, EXIT_EXPECTATION_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_OK};
+use super::{
+    error, EXIT_BAD_INPUT, EXIT_EXPECTATION_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_OK,
+};
 use crate::plan::PlanOptions;
 use crate::report::{self, Report, Verdict};
 use crate::runner::{self, Options, Progress, RunnerError, SESSION_FILE};
@@ -52,7 +54,10 @@ fn write_reports(out: &Path, report: &Report) -> std::io::Result<()> {
     let md = report::markdown::render(report);
     std::fs::write(out.join("summary.md"), &md)?;
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(summary)?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(summary)?;
         f.write_all(md.as_bytes())?;
     }
     Ok(())
@@ -78,7 +83,11 @@ fn exit_code(report: &Report) -> u8 {
 }
 
 pub async fn run(args: RunArgs, quiet: bool) -> u8 {
-    let paths = if args.paths.is_empty() { vec![PathBuf::from("experiments/smoke.yaml")] } else { args.paths.clone() };
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from("experiments/smoke.yaml")]
+    } else {
+        args.paths.clone()
+    };
     let experiments = match crate::spec::load_paths(&paths) {
         Ok(e) => e,
         Err(e) => {
@@ -86,18 +95,26 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let plan_opts = PlanOptions { repeat: args.repeat, only: args.only.clone() };
+    let plan_opts = PlanOptions {
+        repeat: args.repeat,
+        only: args.only.clone(),
+    };
     if args.repeat == Some(0) {
         error("--repeat must be at least 1");
         return EXIT_BAD_INPUT;
     }
     let runs = runner::plan_all(&experiments, &plan_opts);
     if runs.is_empty() {
-        error(format!("no run left after --only {}: check the variant names (nodedown validate lists them)", args.only.join(",")));
+        error(format!(
+            "no run left after --only {}: check the variant names (nodedown validate lists them)",
+            args.only.join(",")
+        ));
         return EXIT_BAD_INPUT;
     }
     let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string().replace(':', "");
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace(':', "");
         PathBuf::from("runs").join(stamp)
     });
     if let Err(e) = std::fs::create_dir_all(&out) {
@@ -126,10 +143,15 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     };
     let session = serde_json::to_string_pretty(&env.session).expect("session serializes");
     if let Err(e) = std::fs::write(out.join(SESSION_FILE), session + "\n") {
-        error(format!("cannot write {}: {e}", out.join(SESSION_FILE).display()));
+        error(format!(
+            "cannot write {}: {e}",
+            out.join(SESSION_FILE).display()
+        ));
         return EXIT_HARNESS;
     }
-    let user_image = experiments.iter().find_map(|(_, e)| e.workload.image.clone());
+    let user_image = experiments
+        .iter()
+        .find_map(|(_, e)| e.workload.image.clone());
     let image = match runner::workload_image(&env, user_image.as_deref(), &progress).await {
         Ok(i) => i,
         Err(e) => {
@@ -150,7 +172,9 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         match runner::run_one(&env, &image, &planned, &out.join(&planned.id), &progress).await {
             Ok(_) => {}
             Err(RunnerError::Interrupted(signal)) => {
-                error(format!("interrupted by {signal}; healed the cluster from the journal; stopping"));
+                error(format!(
+                    "interrupted by {signal}; healed the cluster from the journal; stopping"
+                ));
                 interrupted = true;
                 break;
             }
@@ -177,7 +201,10 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         Output::Json => print!("{}", render(&report, Format::Json)),
     }
     if !quiet {
-        eprintln!("reports: {}/{{results.json,junit.xml,summary.md}}", out.display());
+        eprintln!(
+            "reports: {}/{{results.json,junit.xml,summary.md}}",
+            out.display()
+        );
     }
     if interrupted {
         EXIT_INTERRUPTED

@@ -15,7 +15,13 @@ pub fn validate(args: ValidateArgs) -> u8 {
         Ok(experiments) => {
             for (file, exp) in &experiments {
                 let runs = plan::expand(exp, file, &PlanOptions::default());
-                println!("{}: ok ({}, {} run{})", file.display(), exp.name, runs.len(), if runs.len() == 1 { "" } else { "s" });
+                println!(
+                    "{}: ok ({}, {} run{})",
+                    file.display(),
+                    exp.name,
+                    runs.len(),
+                    if runs.len() == 1 { "" } else { "s" }
+                );
             }
             EXIT_OK
         }

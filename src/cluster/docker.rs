@@ -17,7 +17,9 @@ pub struct DockerNodes {
 
 impl DockerNodes {
     pub fn connect() -> Result<DockerNodes, ClusterError> {
-        Ok(DockerNodes { docker: bollard::Docker::connect_with_local_defaults()? })
+        Ok(DockerNodes {
+            docker: bollard::Docker::connect_with_local_defaults()?,
+        })
     }
 
     pub async fn ping(&self) -> Result<(), ClusterError> {
@@ -28,7 +30,9 @@ impl DockerNodes {
     pub async fn image_exists(&self, image: &str) -> Result<bool, ClusterError> {
         match self.docker.inspect_image(image).await {
             Ok(_) => Ok(true),
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(false),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(false),
             Err(e) => Err(e.into()),
         }
     }
@@ -36,10 +40,17 @@ impl DockerNodes {
     /// Names of the node containers of kind cluster `cluster` (running or not).
     pub async fn cluster_containers(&self, cluster: &str) -> Result<Vec<String>, ClusterError> {
         let mut filters = HashMap::new();
-        filters.insert("label".to_string(), vec![format!("{KIND_CLUSTER_LABEL}={cluster}")]);
+        filters.insert(
+            "label".to_string(),
+            vec![format!("{KIND_CLUSTER_LABEL}={cluster}")],
+        );
         let list = self
             .docker
-            .list_containers(Some(ListContainersOptions { all: true, filters: Some(filters), ..Default::default() }))
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters: Some(filters),
+                ..Default::default()
+            }))
             .await?;
         let mut names: Vec<String> = list
             .into_iter()
@@ -52,10 +63,18 @@ impl DockerNodes {
 
     /// The container of a Node: kind names each node container after its node.
     pub async fn node_container(&self, cluster: &str, node: &str) -> Result<String, ClusterError> {
-        if self.cluster_containers(cluster).await?.iter().any(|c| c == node) {
+        if self
+            .cluster_containers(cluster)
+            .await?
+            .iter()
+            .any(|c| c == node)
+        {
             Ok(node.to_string())
         } else {
-            Err(ClusterError::NoContainer { node: node.to_string(), cluster: cluster.to_string() })
+            Err(ClusterError::NoContainer {
+                node: node.to_string(),
+                cluster: cluster.to_string(),
+            })
         }
     }
 
@@ -66,10 +85,21 @@ impl DockerNodes {
 
     /// Hard power-off: SIGKILL to the node container's init.
     pub async fn kill(&self, container: &str) -> Result<(), ClusterError> {
-        match self.docker.kill_container(container, Some(KillContainerOptions { signal: "SIGKILL".into() })).await {
+        match self
+            .docker
+            .kill_container(
+                container,
+                Some(KillContainerOptions {
+                    signal: "SIGKILL".into(),
+                }),
+            )
+            .await
+        {
             Ok(()) => Ok(()),
             // 409: not running (already off) — the state we want.
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 409, .. }) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
@@ -78,14 +108,21 @@ impl DockerNodes {
         match self.docker.start_container(container, None).await {
             Ok(()) => Ok(()),
             // 304: already started.
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 304, .. }) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 304, ..
+            }) => Ok(()),
             Err(e) => Err(e.into()),
         }
     }
 
     /// Runs `cmd` in `container` (streaming the file `stdin` to it when given); fails on a
     /// non-zero exit.
-    pub async fn exec(&self, container: &str, cmd: &[&str], stdin: Option<&std::path::Path>) -> Result<String, ClusterError> {
+    pub async fn exec(
+        &self,
+        container: &str,
+        cmd: &[&str],
+        stdin: Option<&std::path::Path>,
+    ) -> Result<String, ClusterError> {
         let exec = self
             .docker
             .create_exec(
@@ -100,8 +137,19 @@ impl DockerNodes {
             )
             .await?;
         let mut text = String::new();
-        if let StartExecResults::Attached { mut output, mut input } =
-            self.docker.start_exec(&exec.id, Some(StartExecOptions { detach: false, ..Default::default() })).await?
+        if let StartExecResults::Attached {
+            mut output,
+            mut input,
+        } = self
+            .docker
+            .start_exec(
+                &exec.id,
+                Some(StartExecOptions {
+                    detach: false,
+                    ..Default::default()
+                }),
+            )
+            .await?
         {
             let writer = async move {
                 if let Some(path) = stdin {
@@ -120,7 +168,12 @@ impl DockerNodes {
             r?;
             w?;
         }
-        let code = self.docker.inspect_exec(&exec.id).await?.exit_code.unwrap_or(-1);
+        let code = self
+            .docker
+            .inspect_exec(&exec.id)
+            .await?
+            .exit_code
+            .unwrap_or(-1);
         if code != 0 {
             return Err(ClusterError::Exec {
                 container: container.to_string(),
@@ -140,6 +193,9 @@ impl DockerNodes {
         info.config
             .and_then(|c| c.labels)
             .and_then(|l| l.get(KIND_CLUSTER_LABEL).cloned())
-            .ok_or_else(|| ClusterError::NoContainer { node: container.to_string(), cluster: "?".into() })
+            .ok_or_else(|| ClusterError::NoContainer {
+                node: container.to_string(),
+                cluster: "?".into(),
+            })
     }
 }

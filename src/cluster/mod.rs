@@ -24,7 +24,12 @@ pub enum ClusterError {
     #[error("node {node}: no container of kind cluster {cluster} has that name")]
     NoContainer { node: String, cluster: String },
     #[error("in node {container}, `{command}` exited with {code}: {output}")]
-    Exec { container: String, command: String, code: i64, output: String },
+    Exec {
+        container: String,
+        command: String,
+        code: i64,
+        output: String,
+    },
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -43,13 +48,22 @@ pub struct Kind {
 
 impl Kind {
     pub fn new(name: &str) -> Kind {
-        let bin = std::env::var_os("NODEDOWN_KIND").map(PathBuf::from).unwrap_or_else(|| {
-            let on_path = std::env::var_os("PATH")
-                .map(|p| std::env::split_paths(&p).map(|d| d.join("kind")).find(|k| k.is_file()))
-                .unwrap_or_default();
-            on_path.unwrap_or_else(|| PathBuf::from(TESTENV_KIND))
-        });
-        Kind { name: name.to_string(), bin }
+        let bin = std::env::var_os("NODEDOWN_KIND")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let on_path = std::env::var_os("PATH")
+                    .map(|p| {
+                        std::env::split_paths(&p)
+                            .map(|d| d.join("kind"))
+                            .find(|k| k.is_file())
+                    })
+                    .unwrap_or_default();
+                on_path.unwrap_or_else(|| PathBuf::from(TESTENV_KIND))
+            });
+        Kind {
+            name: name.to_string(),
+            bin,
+        }
     }
 
     async fn kind(&self, args: &[&str]) -> Result<String, ClusterError> {
@@ -58,7 +72,10 @@ impl Kind {
             .stdin(Stdio::null())
             .output()
             .await
-            .map_err(|source| ClusterError::KindMissing { bin: self.bin.display().to_string(), source })?;
+            .map_err(|source| ClusterError::KindMissing {
+                bin: self.bin.display().to_string(),
+                source,
+            })?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
@@ -71,26 +88,43 @@ impl Kind {
     }
 
     pub async fn exists(&self) -> Result<bool, ClusterError> {
-        Ok(self.kind(&["get", "clusters"]).await?.lines().any(|l| l.trim() == self.name))
+        Ok(self
+            .kind(&["get", "clusters"])
+            .await?
+            .lines()
+            .any(|l| l.trim() == self.name))
     }
 
-    pub async fn create(&self, config: &Path, image: &str, docker: &DockerNodes) -> Result<(), ClusterError> {
+    pub async fn create(
+        &self,
+        config: &Path,
+        image: &str,
+        docker: &DockerNodes,
+    ) -> Result<(), ClusterError> {
         if !docker.image_exists(image).await? {
-            return Err(ClusterError::NodeImageMissing { image: image.to_string() });
+            return Err(ClusterError::NodeImageMissing {
+                image: image.to_string(),
+            });
         }
         let config = config.display().to_string();
-        self.kind(&["create", "cluster", "--name", &self.name, "--image", image, "--config", &config, "--wait", "5m"])
+        self.kind(&[
+            "create", "cluster", "--name", &self.name, "--image", image, "--config", &config,
+            "--wait", "5m",
+        ])
+        .await
+        .map(|_| ())
+    }
+
+    pub async fn delete(&self) -> Result<(), ClusterError> {
+        self.kind(&["delete", "cluster", "--name", &self.name])
             .await
             .map(|_| ())
     }
 
-    pub async fn delete(&self) -> Result<(), ClusterError> {
-        self.kind(&["delete", "cluster", "--name", &self.name]).await.map(|_| ())
-    }
-
     /// The cluster's kubeconfig (as `kind get kubeconfig` prints it).
     pub async fn kubeconfig(&self) -> Result<String, ClusterError> {
-        self.kind(&["get", "kubeconfig", "--name", &self.name]).await
+        self.kind(&["get", "kubeconfig", "--name", &self.name])
+            .await
     }
 
     pub fn context(&self) -> String {
@@ -101,7 +135,8 @@ impl Kind {
 /// A kube client for a kind cluster (from its own kubeconfig, whatever ~/.kube/config says).
 pub async fn client_for_kind(kind: &Kind) -> Result<kube::Client, ClusterError> {
     let yaml = kind.kubeconfig().await?;
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml)
+        .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
@@ -110,7 +145,12 @@ pub async fn client_for_kind(kind: &Kind) -> Result<kube::Client, ClusterError> 
 
 /// A kube client for an existing cluster: KUBECONFIG / ~/.kube/config, optionally a context.
 pub async fn client_for_context(context: Option<&str>) -> Result<kube::Client, ClusterError> {
-    let options = kube::config::KubeConfigOptions { context: context.map(str::to_string), ..Default::default() };
-    let config = kube::Config::from_kubeconfig(&options).await.map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let config = kube::Config::from_kubeconfig(&options)
+        .await
+        .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
     kube::Client::try_from(config).map_err(|e| ClusterError::Kubeconfig(e.to_string()))
 }

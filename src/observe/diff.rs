@@ -20,13 +20,19 @@ pub fn diff_node(prev: Option<&NodeState>, node: &Node) -> (NodeState, Vec<Event
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
-    let ready = ready_cond.map(|c| c.status.clone()).unwrap_or_else(|| "Unknown".into());
+    let ready = ready_cond
+        .map(|c| c.status.clone())
+        .unwrap_or_else(|| "Unknown".into());
     let reason = ready_cond.and_then(|c| c.reason.clone());
     let taints: BTreeSet<(String, String)> = node
         .spec
         .as_ref()
         .and_then(|s| s.taints.as_ref())
-        .map(|t| t.iter().map(|t| (t.key.clone(), t.effect.clone())).collect())
+        .map(|t| {
+            t.iter()
+                .map(|t| (t.key.clone(), t.effect.clone()))
+                .collect()
+        })
         .unwrap_or_default();
     let mut events = Vec::new();
     let empty = BTreeSet::new();
@@ -38,19 +44,42 @@ pub fn diff_node(prev: Option<&NodeState>, node: &Node) -> (NodeState, Vec<Event
         }
     };
     if prev_ready != Some(ready.as_str()) {
-        events.push(EventKind::NodeReady { node: name.clone(), status: ready.clone(), reason });
+        events.push(EventKind::NodeReady {
+            node: name.clone(),
+            status: ready.clone(),
+            reason,
+        });
     }
     for (key, effect) in taints.difference(prev_taints) {
-        events.push(EventKind::NodeTaint { node: name.clone(), key: key.clone(), effect: effect.clone(), added: true });
+        events.push(EventKind::NodeTaint {
+            node: name.clone(),
+            key: key.clone(),
+            effect: effect.clone(),
+            added: true,
+        });
     }
     for (key, effect) in prev_taints.difference(&taints) {
-        events.push(EventKind::NodeTaint { node: name.clone(), key: key.clone(), effect: effect.clone(), added: false });
+        events.push(EventKind::NodeTaint {
+            node: name.clone(),
+            key: key.clone(),
+            effect: effect.clone(),
+            added: false,
+        });
     }
-    (NodeState { name, ready, taints }, events)
+    (
+        NodeState {
+            name,
+            ready,
+            taints,
+        },
+        events,
+    )
 }
 
 pub fn node_gone(prev: &NodeState) -> Option<EventKind> {
-    Some(EventKind::NodeDeleted { node: prev.name.clone() })
+    Some(EventKind::NodeDeleted {
+        node: prev.name.clone(),
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +90,7 @@ pub struct PodState {
     pub phase: String,
     pub terminating: bool,
     pub ready: bool,
+    pub started_at: Option<String>,
 }
 
 pub fn pod_state(pod: &Pod) -> PodState {
@@ -69,12 +99,21 @@ pub fn pod_state(pod: &Pod) -> PodState {
         name: pod.metadata.name.clone().unwrap_or_default(),
         uid: pod.metadata.uid.clone().unwrap_or_default(),
         node: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
-        phase: status.and_then(|s| s.phase.clone()).unwrap_or_else(|| "Pending".into()),
+        phase: status
+            .and_then(|s| s.phase.clone())
+            .unwrap_or_else(|| "Pending".into()),
         terminating: pod.metadata.deletion_timestamp.is_some(),
         ready: status
             .and_then(|s| s.conditions.as_ref())
             .map(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
             .unwrap_or(false),
+        started_at: status
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c.first())
+            .and_then(|c| c.state.as_ref())
+            .and_then(|s| s.running.as_ref())
+            .and_then(|r| r.started_at.as_ref())
+            .map(|t| t.0.to_string()),
     }
 }
 
@@ -86,6 +125,7 @@ fn pod_event(s: &PodState) -> EventKind {
         phase: s.phase.clone(),
         terminating: s.terminating,
         ready: s.ready,
+        started_at: s.started_at.clone(),
     }
 }
 
@@ -105,7 +145,11 @@ pub fn diff_pod(prev: Option<&PodState>, pod: &Pod) -> (PodState, Vec<EventKind>
 }
 
 pub fn pod_gone(prev: &PodState) -> Option<EventKind> {
-    Some(EventKind::PodDeleted { pod: prev.name.clone(), uid: prev.uid.clone(), node: prev.node.clone() })
+    Some(EventKind::PodDeleted {
+        pod: prev.name.clone(),
+        uid: prev.uid.clone(),
+        node: prev.node.clone(),
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +160,10 @@ pub struct VaState {
     pub attached: bool,
 }
 
-pub fn diff_volume_attachment(prev: Option<&VaState>, va: &VolumeAttachment) -> (VaState, Vec<EventKind>) {
+pub fn diff_volume_attachment(
+    prev: Option<&VaState>,
+    va: &VolumeAttachment,
+) -> (VaState, Vec<EventKind>) {
     let next = VaState {
         name: va.metadata.name.clone().unwrap_or_default(),
         node: va.spec.node_name.clone(),
@@ -137,7 +184,11 @@ pub fn diff_volume_attachment(prev: Option<&VaState>, va: &VolumeAttachment) -> 
 }
 
 pub fn va_gone(prev: &VaState) -> Option<EventKind> {
-    Some(EventKind::VolumeAttachmentDeleted { name: prev.name.clone(), node: prev.node.clone(), pv: prev.pv.clone() })
+    Some(EventKind::VolumeAttachmentDeleted {
+        name: prev.name.clone(),
+        node: prev.node.clone(),
+        pv: prev.pv.clone(),
+    })
 }
 
 /// Kubernetes Events: recorded when new or when their count grows.
@@ -183,8 +234,12 @@ mod tests {
         assert!(matches!(&e1[1], EventKind::NodeReady { status, .. } if status == "True"));
         let (s2, e2) = diff_node(Some(&s1), &node(NOT_READY_TAINTED));
         assert_eq!(e2.len(), 2, "{e2:?}");
-        assert!(matches!(&e2[0], EventKind::NodeReady { status, reason: Some(r), .. } if status == "Unknown" && r == "NodeStatusUnknown"));
-        assert!(matches!(&e2[1], EventKind::NodeTaint { key, added: true, .. } if key == "node.kubernetes.io/unreachable"));
+        assert!(
+            matches!(&e2[0], EventKind::NodeReady { status, reason: Some(r), .. } if status == "Unknown" && r == "NodeStatusUnknown")
+        );
+        assert!(
+            matches!(&e2[1], EventKind::NodeTaint { key, added: true, .. } if key == "node.kubernetes.io/unreachable")
+        );
         // unchanged object: nothing new
         let (_, e3) = diff_node(Some(&s2), &node(NOT_READY_TAINTED));
         assert!(e3.is_empty());

@@ -24,17 +24,41 @@ pub struct Scope {
 }
 
 /// Starts the watchers; they run until the handles are aborted.
-pub fn spawn_watchers(client: Client, scope: &Scope, recorder: Arc<Recorder>) -> Vec<JoinHandle<()>> {
+pub fn spawn_watchers(
+    client: Client,
+    scope: &Scope,
+    recorder: Arc<Recorder>,
+) -> Vec<JoinHandle<()>> {
     let nodes: Api<Node> = Api::all(client.clone());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &scope.namespace);
     let vas: Api<VolumeAttachment> = Api::all(client.clone());
     let events: Api<KubeEvent> = Api::namespaced(client, &scope.namespace);
     let pod_cfg = watcher::Config::default().labels(&scope.pod_selector);
     vec![
-        tokio::spawn(follow(watcher(nodes, watcher::Config::default()), recorder.clone(), diff_node, node_gone)),
-        tokio::spawn(follow(watcher(pods, pod_cfg), recorder.clone(), diff_pod, pod_gone)),
-        tokio::spawn(follow(watcher(vas, watcher::Config::default()), recorder.clone(), diff_volume_attachment, va_gone)),
-        tokio::spawn(follow(watcher(events, watcher::Config::default()), recorder, diff_kube_event, |_| None)),
+        tokio::spawn(follow(
+            watcher(nodes, watcher::Config::default()),
+            recorder.clone(),
+            diff_node,
+            node_gone,
+        )),
+        tokio::spawn(follow(
+            watcher(pods, pod_cfg),
+            recorder.clone(),
+            diff_pod,
+            pod_gone,
+        )),
+        tokio::spawn(follow(
+            watcher(vas, watcher::Config::default()),
+            recorder.clone(),
+            diff_volume_attachment,
+            va_gone,
+        )),
+        tokio::spawn(follow(
+            watcher(events, watcher::Config::default()),
+            recorder,
+            diff_kube_event,
+            |_| None,
+        )),
     ]
 }
 

@@ -19,7 +19,11 @@ impl Recorder {
     pub fn create(path: &Path) -> std::io::Result<Recorder> {
         let file = File::create(path)?;
         let (tx, _) = broadcast::channel(4096);
-        Ok(Recorder { start: Instant::now(), file: Mutex::new(file), tx })
+        Ok(Recorder {
+            start: Instant::now(),
+            file: Mutex::new(file),
+            tx,
+        })
     }
 
     /// Stamps `what` with the monotonic and wall clocks, appends it, and tells subscribers.

@@ -1,6 +1,8 @@
 //! Expands experiments (variants × repetitions) into runs. Pure.
 
-use crate::spec::{ClusterSpec, Expectations, Experiment, FaultSpec, RemediationSpec, Timeouts, WorkloadSpec};
+use crate::spec::{
+    ClusterSpec, Expectations, Experiment, FaultSpec, RemediationSpec, Timeouts, WorkloadSpec,
+};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -47,7 +49,15 @@ pub fn expand(exp: &Experiment, file: &std::path::Path, opts: &PlanOptions) -> V
     } else {
         exp.variants
             .iter()
-            .map(|v| (v.name.clone(), v.fault.clone(), v.remediation.clone(), v.timeouts.clone(), v.expect.clone()))
+            .map(|v| {
+                (
+                    v.name.clone(),
+                    v.fault.clone(),
+                    v.remediation.clone(),
+                    v.timeouts.clone(),
+                    v.expect.clone(),
+                )
+            })
             .collect()
     };
     let mut runs = Vec::new();
@@ -65,7 +75,9 @@ pub fn expand(exp: &Experiment, file: &std::path::Path, opts: &PlanOptions) -> V
                 cluster: exp.cluster.clone(),
                 workload: exp.workload.clone(),
                 fault: fault.clone().unwrap_or_else(|| exp.fault.clone()),
-                remediation: remediation.clone().unwrap_or_else(|| exp.remediation.clone()),
+                remediation: remediation
+                    .clone()
+                    .unwrap_or_else(|| exp.remediation.clone()),
                 timeouts: timeouts.clone().unwrap_or_else(|| exp.timeouts.clone()),
                 expect: expect.clone().unwrap_or_else(|| exp.expect.clone()),
             });

@@ -12,12 +12,20 @@ pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
 #[derive(Debug, thiserror::Error)]
 pub enum RemediationError {
     #[error("{action} on {object}: {source}")]
-    Api { action: &'static str, object: String, source: kube::Error },
+    Api {
+        action: &'static str,
+        object: String,
+        source: kube::Error,
+    },
 }
 
 fn api_err(action: &'static str, object: &str) -> impl FnOnce(kube::Error) -> RemediationError {
     let object = object.to_string();
-    move |source| RemediationError::Api { action, object, source }
+    move |source| RemediationError::Api {
+        action,
+        object,
+        source,
+    }
 }
 
 fn is_conflict(e: &kube::Error) -> bool {
@@ -30,7 +38,11 @@ pub fn is_not_found(e: &kube::Error) -> bool {
 
 /// Changes a node's taints with get + replace, retrying on write conflicts.
 /// Returns false when the node does not exist.
-async fn edit_taints(nodes: &Api<Node>, node: &str, edit: impl Fn(&mut Vec<Taint>)) -> Result<bool, RemediationError> {
+async fn edit_taints(
+    nodes: &Api<Node>,
+    node: &str,
+    edit: impl Fn(&mut Vec<Taint>),
+) -> Result<bool, RemediationError> {
     loop {
         let mut obj = match nodes.get_opt(node).await.map_err(api_err("get", node))? {
             Some(n) => n,
@@ -39,7 +51,11 @@ async fn edit_taints(nodes: &Api<Node>, node: &str, edit: impl Fn(&mut Vec<Taint
         let spec = obj.spec.get_or_insert_with(Default::default);
         let mut taints = spec.taints.take().unwrap_or_default();
         edit(&mut taints);
-        spec.taints = if taints.is_empty() { None } else { Some(taints) };
+        spec.taints = if taints.is_empty() {
+            None
+        } else {
+            Some(taints)
+        };
         match nodes.replace(node, &PostParams::default(), &obj).await {
             Ok(_) => return Ok(true),
             Err(e) if is_conflict(&e) => continue,
@@ -48,7 +64,10 @@ async fn edit_taints(nodes: &Api<Node>, node: &str, edit: impl Fn(&mut Vec<Taint
     }
 }
 
-pub async fn add_out_of_service_taint(nodes: &Api<Node>, node: &str) -> Result<bool, RemediationError> {
+pub async fn add_out_of_service_taint(
+    nodes: &Api<Node>,
+    node: &str,
+) -> Result<bool, RemediationError> {
     edit_taints(nodes, node, |taints| {
         if !taints.iter().any(|t| t.key == OUT_OF_SERVICE_KEY) {
             taints.push(Taint {
@@ -62,13 +81,20 @@ pub async fn add_out_of_service_taint(nodes: &Api<Node>, node: &str) -> Result<b
     .await
 }
 
-pub async fn remove_taint(nodes: &Api<Node>, node: &str, key: &str) -> Result<bool, RemediationError> {
+pub async fn remove_taint(
+    nodes: &Api<Node>,
+    node: &str,
+    key: &str,
+) -> Result<bool, RemediationError> {
     edit_taints(nodes, node, |taints| taints.retain(|t| t.key != key)).await
 }
 
 /// `kubectl delete pod --force --grace-period=0`.
 pub async fn force_delete_pod(pods: &Api<Pod>, pod: &str) -> Result<(), RemediationError> {
-    let params = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
     match pods.delete(pod, &params).await {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
@@ -91,10 +117,17 @@ pub async fn delete_node(nodes: &Api<Node>, node: &str) -> Result<(), Remediatio
 }
 
 /// Recreates a Node object from what it was (metadata reduced to name and labels).
-pub async fn recreate_node(nodes: &Api<Node>, saved: &serde_json::Value) -> Result<(), RemediationError> {
+pub async fn recreate_node(
+    nodes: &Api<Node>,
+    saved: &serde_json::Value,
+) -> Result<(), RemediationError> {
     let mut node: Node = serde_json::from_value(saved.clone()).unwrap_or_default();
     let name = node.metadata.name.clone().unwrap_or_default();
-    node.metadata = kube::api::ObjectMeta { name: Some(name.clone()), labels: node.metadata.labels.take(), ..Default::default() };
+    node.metadata = kube::api::ObjectMeta {
+        name: Some(name.clone()),
+        labels: node.metadata.labels.take(),
+        ..Default::default()
+    };
     node.status = None;
     if let Some(spec) = node.spec.as_mut() {
         if let Some(t) = spec.taints.as_mut() {

@@ -33,7 +33,10 @@ impl Healer {
         let pending = match journal.pending() {
             Ok(p) => p,
             Err(e) => {
-                return vec![HealError { undo: journal.path().display().to_string(), detail: e.to_string() }];
+                return vec![HealError {
+                    undo: journal.path().display().to_string(),
+                    detail: e.to_string(),
+                }];
             }
         };
         for (id, undo) in pending {
@@ -45,7 +48,10 @@ impl Healer {
                 }
                 Err(detail) => {
                     tracing::error!("heal {undo:?} failed: {detail}");
-                    errors.push(HealError { undo: format!("{undo:?}"), detail });
+                    errors.push(HealError {
+                        undo: format!("{undo:?}"),
+                        detail,
+                    });
                 }
             }
         }
@@ -61,22 +67,36 @@ impl Healer {
         };
         match undo {
             Undo::StartNode { container, node } => {
-                let docker = self.docker.as_ref().ok_or("no Docker access to start the node container")?;
+                let docker = self
+                    .docker
+                    .as_ref()
+                    .ok_or("no Docker access to start the node container")?;
                 docker.start(container).await.map_err(|e| e.to_string())?;
-                note(EventKind::Note { message: format!("node container {container} started") });
+                note(EventKind::Note {
+                    message: format!("node container {container} started"),
+                });
                 wait_node_ready(&nodes, node, self.node_timeout).await?;
-                note(EventKind::FaultHealed { fault: "node-shutdown".into(), node: node.clone() });
+                note(EventKind::FaultHealed {
+                    fault: "node-shutdown".into(),
+                    node: node.clone(),
+                });
                 Ok(())
             }
             Undo::RestoreNode { node, object } => {
                 // The kubelet re-registers its node when it starts; recreate only if it did not.
                 let deadline = tokio::time::Instant::now() + self.node_timeout;
                 loop {
-                    if remediation::get_node(&nodes, node).await.map_err(|e| e.to_string())?.is_some() {
+                    if remediation::get_node(&nodes, node)
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .is_some()
+                    {
                         return Ok(());
                     }
                     if tokio::time::Instant::now() >= deadline {
-                        remediation::recreate_node(&nodes, object).await.map_err(|e| e.to_string())?;
+                        remediation::recreate_node(&nodes, object)
+                            .await
+                            .map_err(|e| e.to_string())?;
                         note(EventKind::RemediationUndone {
                             remediation: "delete-node".into(),
                             node: node.clone(),
@@ -88,7 +108,10 @@ impl Healer {
                 }
             }
             Undo::RemoveTaint { node, key } => {
-                if remediation::remove_taint(&nodes, node, key).await.map_err(|e| e.to_string())? {
+                if remediation::remove_taint(&nodes, node, key)
+                    .await
+                    .map_err(|e| e.to_string())?
+                {
                     note(EventKind::RemediationUndone {
                         remediation: "out-of-service-taint".into(),
                         node: node.clone(),
@@ -131,7 +154,11 @@ pub fn node_is_ready(node: &Node) -> bool {
 }
 
 /// Polls until the Node exists and is Ready.
-pub async fn wait_node_ready(nodes: &Api<Node>, node: &str, timeout: Duration) -> Result<(), String> {
+pub async fn wait_node_ready(
+    nodes: &Api<Node>,
+    node: &str,
+    timeout: Duration,
+) -> Result<(), String> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Ok(Some(n)) = nodes.get_opt(node).await {
@@ -140,7 +167,10 @@ pub async fn wait_node_ready(nodes: &Api<Node>, node: &str, timeout: Duration) -
             }
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err(format!("node {node} not Ready within {}", humantime::format_duration(timeout)));
+            return Err(format!(
+                "node {node} not Ready within {}",
+                humantime::format_duration(timeout)
+            ));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

@@ -14,15 +14,30 @@ use std::sync::Mutex;
 #[serde(tag = "undo", rename_all = "kebab-case")]
 pub enum Undo {
     /// Start the node container again and wait for the Node to be Ready.
-    StartNode { container: String, node: String },
+    StartNode {
+        container: String,
+        node: String,
+    },
     /// Recreate the Node object if the kubelet has not re-registered it by itself.
-    RestoreNode { node: String, object: serde_json::Value },
+    RestoreNode {
+        node: String,
+        object: serde_json::Value,
+    },
     /// Remove a taint the harness added (after the node is back, as KEP-2268 requires).
-    RemoveTaint { node: String, key: String },
-    DeleteNamespace { name: String },
-    DeletePersistentVolume { name: String },
+    RemoveTaint {
+        node: String,
+        key: String,
+    },
+    DeleteNamespace {
+        name: String,
+    },
+    DeletePersistentVolume {
+        name: String,
+    },
     /// Remove a directory of the shared storage on the host.
-    RemoveDir { path: PathBuf },
+    RemoveDir {
+        path: PathBuf,
+    },
 }
 
 impl Undo {
@@ -66,9 +81,19 @@ fn now() -> String {
 impl Journal {
     /// Opens (appending) or creates the journal at `path`.
     pub fn open(path: &Path) -> std::io::Result<Journal> {
-        let next = read(path)?.iter().map(|e| match e { Entry::Do { id, .. } | Entry::Healed { id, .. } => *id }).max().unwrap_or(0) + 1;
+        let next = read(path)?
+            .iter()
+            .map(|e| match e {
+                Entry::Do { id, .. } | Entry::Healed { id, .. } => *id,
+            })
+            .max()
+            .unwrap_or(0)
+            + 1;
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Journal { path: path.to_path_buf(), file: Mutex::new((file, next)) })
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file: Mutex::new((file, next)),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -87,7 +112,14 @@ impl Journal {
         let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
         let id = guard.1;
         guard.1 += 1;
-        self.append(&mut guard.0, &Entry::Do { id, wall: now(), undo })?;
+        self.append(
+            &mut guard.0,
+            &Entry::Do {
+                id,
+                wall: now(),
+                undo,
+            },
+        )?;
         Ok(id)
     }
 
@@ -116,7 +148,10 @@ pub fn read(path: &Path) -> std::io::Result<Vec<Entry>> {
         }
         match serde_json::from_str(&line) {
             Ok(e) => entries.push(e),
-            Err(e) => tracing::warn!("{}: ignoring unreadable journal line ({e}): {line}", path.display()),
+            Err(e) => tracing::warn!(
+                "{}: ignoring unreadable journal line ({e}): {line}",
+                path.display()
+            ),
         }
     }
     Ok(entries)
@@ -124,8 +159,16 @@ pub fn read(path: &Path) -> std::io::Result<Vec<Entry>> {
 
 /// The undo actions not yet healed, in heal order.
 pub fn pending(entries: &[Entry]) -> std::io::Result<Vec<(u64, Undo)>> {
-    let healed: std::collections::HashSet<u64> =
-        entries.iter().filter_map(|e| if let Entry::Healed { id, .. } = e { Some(*id) } else { None }).collect();
+    let healed: std::collections::HashSet<u64> = entries
+        .iter()
+        .filter_map(|e| {
+            if let Entry::Healed { id, .. } = e {
+                Some(*id)
+            } else {
+                None
+            }
+        })
+        .collect();
     let mut out: Vec<(u64, Undo)> = entries
         .iter()
         .filter_map(|e| match e {
@@ -146,13 +189,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.jsonl");
         let j = Journal::open(&path).unwrap();
-        let ns = j.record(Undo::DeleteNamespace { name: "ns".into() }).unwrap();
-        let taint = j.record(Undo::RemoveTaint { node: "w1".into(), key: "k".into() }).unwrap();
-        let node = j.record(Undo::StartNode { container: "w1".into(), node: "w1".into() }).unwrap();
+        let ns = j
+            .record(Undo::DeleteNamespace { name: "ns".into() })
+            .unwrap();
+        let taint = j
+            .record(Undo::RemoveTaint {
+                node: "w1".into(),
+                key: "k".into(),
+            })
+            .unwrap();
+        let node = j
+            .record(Undo::StartNode {
+                container: "w1".into(),
+                node: "w1".into(),
+            })
+            .unwrap();
         j.healed(taint).unwrap();
         drop(j);
         // a torn last line, as after SIGKILL mid-write
-        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"op\":\"do\",\"id\":9").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"{\"op\":\"do\",\"id\":9")
+            .unwrap();
         let j = Journal::open(&path).unwrap();
         let p: Vec<u64> = j.pending().unwrap().into_iter().map(|(id, _)| id).collect();
         assert_eq!(p, vec![node, ns]);

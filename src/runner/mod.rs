@@ -11,7 +11,7 @@ pub use progress::Progress;
 use crate::cluster::{self, ClusterError, DockerNodes, Kind};
 use crate::faults::Fault;
 use crate::observe::{self, Recorder, Scope};
-use crate::plan::{self, PlannedRun, PlanOptions};
+use crate::plan::{self, PlanOptions, PlannedRun};
 use crate::remediation::{self, OUT_OF_SERVICE_KEY};
 use crate::spec::{Experiment, Provider, RemediationSpec};
 use crate::timeline::{Event, EventKind};
@@ -34,7 +34,10 @@ pub enum RunnerError {
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
     #[error("{0}")]
@@ -95,15 +98,33 @@ impl Env {
         let (client, docker, kind) = match (&session.provider, &session.kind_cluster) {
             (Provider::Kind, Some(name)) => {
                 let kind = Kind::new(name);
-                (cluster::client_for_kind(&kind).await?, Some(DockerNodes::connect()?), Some(kind))
+                (
+                    cluster::client_for_kind(&kind).await?,
+                    Some(DockerNodes::connect()?),
+                    Some(kind),
+                )
             }
-            _ => (cluster::client_for_context(session.context.as_deref()).await?, None, None),
+            _ => (
+                cluster::client_for_context(session.context.as_deref()).await?,
+                None,
+                None,
+            ),
         };
-        Ok(Env { client, docker, session, kind, created: false })
+        Ok(Env {
+            client,
+            docker,
+            session,
+            kind,
+            created: false,
+        })
     }
 
     pub fn healer(&self, node_timeout: Duration) -> Healer {
-        Healer { client: self.client.clone(), docker: self.docker.clone(), node_timeout }
+        Healer {
+            client: self.client.clone(),
+            docker: self.docker.clone(),
+            node_timeout,
+        }
     }
 
     /// Deletes a kind cluster this invocation created, unless retained.
@@ -126,18 +147,42 @@ fn default_node_image() -> String {
 }
 
 /// Creates or reuses the cluster for these experiments.
-pub async fn prepare(experiments: &[(PathBuf, Experiment)], opts: &Options, progress: &Progress) -> Result<Env, RunnerError> {
-    let first = experiments.first().map(|(f, e)| (f.clone(), e.cluster.clone()));
+pub async fn prepare(
+    experiments: &[(PathBuf, Experiment)],
+    opts: &Options,
+    progress: &Progress,
+) -> Result<Env, RunnerError> {
+    let first = experiments
+        .first()
+        .map(|(f, e)| (f.clone(), e.cluster.clone()));
     let (file, spec) = first.ok_or_else(|| RunnerError::Setup("no experiments".into()))?;
     let existing = opts.context.is_some() || spec.provider == Provider::Existing;
     if existing {
-        let session = Session { provider: Provider::Existing, kind_cluster: None, context: opts.context.clone(), profile: None };
-        progress.step(&format!("using the existing cluster (context {})", opts.context.as_deref().unwrap_or("current")));
+        let session = Session {
+            provider: Provider::Existing,
+            kind_cluster: None,
+            context: opts.context.clone(),
+            profile: None,
+        };
+        progress.step(&format!(
+            "using the existing cluster (context {})",
+            opts.context.as_deref().unwrap_or("current")
+        ));
         let client = cluster::client_for_context(opts.context.as_deref()).await?;
         client.apiserver_version().await?;
-        return Ok(Env { client, docker: None, session, kind: None, created: false });
+        return Ok(Env {
+            client,
+            docker: None,
+            session,
+            kind: None,
+            created: false,
+        });
     }
-    let name = opts.cluster_name.clone().or(spec.name.clone()).unwrap_or_else(|| "nodedown".into());
+    let name = opts
+        .cluster_name
+        .clone()
+        .or(spec.name.clone())
+        .unwrap_or_else(|| "nodedown".into());
     let config = opts
         .kind_config
         .clone()
@@ -162,7 +207,10 @@ pub async fn prepare(experiments: &[(PathBuf, Experiment)], opts: &Options, prog
             )));
         }
         let image = opts.node_image.clone().unwrap_or_else(default_node_image);
-        progress.step(&format!("creating kind cluster {name} from {} with {image}", config.display()));
+        progress.step(&format!(
+            "creating kind cluster {name} from {} with {image}",
+            config.display()
+        ));
         kind.create(&config, &image, &docker).await?;
         created = true;
     }
@@ -173,11 +221,21 @@ pub async fn prepare(experiments: &[(PathBuf, Experiment)], opts: &Options, prog
         context: Some(kind.context()),
         profile: Some(config.display().to_string()),
     };
-    Ok(Env { client, docker: Some(docker), session, kind: Some(kind), created })
+    Ok(Env {
+        client,
+        docker: Some(docker),
+        session,
+        kind: Some(kind),
+        created,
+    })
 }
 
 /// The workload image: the user's, or nodedown's own, built and loaded into every kind node.
-pub async fn workload_image(env: &Env, user_image: Option<&str>, progress: &Progress) -> Result<(String, bool), RunnerError> {
+pub async fn workload_image(
+    env: &Env,
+    user_image: Option<&str>,
+    progress: &Progress,
+) -> Result<(String, bool), RunnerError> {
     if let Some(image) = user_image {
         return Ok((image.to_string(), false));
     }
@@ -187,21 +245,41 @@ pub async fn workload_image(env: &Env, user_image: Option<&str>, progress: &Prog
         ));
     };
     let exe = std::env::current_exe().map_err(io_err("locating the nodedown executable"))?;
-    let files = workload::image::image_files(&exe).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let files =
+        workload::image::image_files(&exe).map_err(|e| RunnerError::Setup(e.to_string()))?;
     let archive = std::env::temp_dir().join(format!("nodedown-image-{}.tar", std::process::id()));
-    let reference = workload::image::write_archive(&files, &archive).map_err(|e| RunnerError::Setup(e.to_string()))?;
+    let reference = workload::image::write_archive(&files, &archive)
+        .map_err(|e| RunnerError::Setup(e.to_string()))?;
     let result = async {
         for container in docker.cluster_containers(&kind.name).await? {
             if !docker.is_running(&container).await? {
                 continue;
             }
-            let listed = docker.exec(&container, &["ctr", "-n", "k8s.io", "images", "ls", "-q"], None).await?;
+            let listed = docker
+                .exec(
+                    &container,
+                    &["ctr", "-n", "k8s.io", "images", "ls", "-q"],
+                    None,
+                )
+                .await?;
             if listed.lines().any(|l| l.trim() == reference) {
                 continue;
             }
             progress.step(&format!("loading {reference} into {container}"));
             docker
-                .exec(&container, &["ctr", "-n", "k8s.io", "images", "import", "--all-platforms", "-"], Some(&archive))
+                .exec(
+                    &container,
+                    &[
+                        "ctr",
+                        "-n",
+                        "k8s.io",
+                        "images",
+                        "import",
+                        "--all-platforms",
+                        "-",
+                    ],
+                    Some(&archive),
+                )
                 .await?;
         }
         Ok::<(), ClusterError>(())
@@ -214,15 +292,23 @@ pub async fn workload_image(env: &Env, user_image: Option<&str>, progress: &Prog
 
 /// Plans every experiment's runs.
 pub fn plan_all(experiments: &[(PathBuf, Experiment)], opts: &PlanOptions) -> Vec<PlannedRun> {
-    experiments.iter().flat_map(|(file, exp)| plan::expand(exp, file, opts)).collect()
+    experiments
+        .iter()
+        .flat_map(|(file, exp)| plan::expand(exp, file, opts))
+        .collect()
 }
 
 /// Reads a run directory's `run.json` and `events.jsonl`.
 pub fn load_run(dir: &Path) -> Result<(PlannedRun, Vec<Event>), RunnerError> {
     let run_json = dir.join("run.json");
-    let text = std::fs::read_to_string(&run_json).map_err(io_err(run_json.display().to_string()))?;
-    let run: PlannedRun = serde_json::from_str(&text)
-        .map_err(|e| RunnerError::Setup(format!("{}: not a nodedown run.json: {e}", run_json.display())))?;
+    let text =
+        std::fs::read_to_string(&run_json).map_err(io_err(run_json.display().to_string()))?;
+    let run: PlannedRun = serde_json::from_str(&text).map_err(|e| {
+        RunnerError::Setup(format!(
+            "{}: not a nodedown run.json: {e}",
+            run_json.display()
+        ))
+    })?;
     let events_path = dir.join("events.jsonl");
     let text = std::fs::read_to_string(&events_path).unwrap_or_default();
     let mut events = Vec::new();
@@ -233,9 +319,15 @@ pub fn load_run(dir: &Path) -> Result<(PlannedRun, Vec<Event>), RunnerError> {
         match serde_json::from_str(line) {
             Ok(e) => events.push(e),
             // a torn last line after a crash is expected; anything else is reported
-            Err(e) if i + 1 == text.lines().count() => tracing::warn!("{}: ignoring torn last line: {e}", events_path.display()),
+            Err(e) if i + 1 == text.lines().count() => {
+                tracing::warn!("{}: ignoring torn last line: {e}", events_path.display())
+            }
             Err(e) => {
-                return Err(RunnerError::Setup(format!("{}:{}: not an event: {e}", events_path.display(), i + 1)))
+                return Err(RunnerError::Setup(format!(
+                    "{}:{}: not an event: {e}",
+                    events_path.display(),
+                    i + 1
+                )))
             }
         }
     }
@@ -259,16 +351,27 @@ pub fn run_dirs(out: &Path) -> Vec<PathBuf> {
         }
     }
     // run.json files carry their order in `order.txt` at the top; fall back to names.
-    let order: Vec<String> = std::fs::read_to_string(out.join("order.txt")).unwrap_or_default().lines().map(String::from).collect();
+    let order: Vec<String> = std::fs::read_to_string(out.join("order.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect();
     found.sort_by_key(|d| {
         let rel = d.strip_prefix(out).unwrap_or(d).display().to_string();
-        (order.iter().position(|o| *o == rel).unwrap_or(usize::MAX), rel)
+        (
+            order.iter().position(|o| *o == rel).unwrap_or(usize::MAX),
+            rel,
+        )
     });
     found
 }
 
 /// Waits for the first event matching `pred`, until `deadline`.
-async fn wait_for(rx: &mut broadcast::Receiver<Event>, deadline: Instant, pred: impl Fn(&EventKind) -> bool) -> Option<Event> {
+async fn wait_for(
+    rx: &mut broadcast::Receiver<Event>,
+    deadline: Instant,
+    pred: impl Fn(&EventKind) -> bool,
+) -> Option<Event> {
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Err(_) => return None,
@@ -282,13 +385,33 @@ async fn wait_for(rx: &mut broadcast::Receiver<Event>, deadline: Instant, pred: 
 fn random_suffix() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
     format!("{:05x}", h.finish() & 0xfffff)
 }
 
 fn namespace_name(run: &PlannedRun) -> String {
-    let clean = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect::<String>();
-    let mut base = format!("nd-{}-{}-{}", clean(&run.experiment), clean(&run.variant), run.repetition);
+    let clean = |s: &str| {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect::<String>()
+    };
+    let mut base = format!(
+        "nd-{}-{}-{}",
+        clean(&run.experiment),
+        clean(&run.variant),
+        run.repetition
+    );
     base.truncate(56);
     format!("{}-{}", base.trim_end_matches('-'), random_suffix())
 }
@@ -298,13 +421,19 @@ async fn preflight(client: &Client, timeout: Duration) -> Result<(), String> {
     let nodes: Api<Node> = Api::all(client.clone());
     let deadline = Instant::now() + timeout;
     loop {
-        let list = nodes.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+        let list = nodes
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
         let bad: Vec<String> = list
             .items
             .iter()
             .filter(|n| {
                 !heal::node_is_ready(n)
-                    || n.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|t| t.iter().any(|t| t.key == OUT_OF_SERVICE_KEY))
+                    || n.spec
+                        .as_ref()
+                        .and_then(|s| s.taints.as_ref())
+                        .is_some_and(|t| t.iter().any(|t| t.key == OUT_OF_SERVICE_KEY))
             })
             .filter_map(|n| n.metadata.name.clone())
             .collect();
@@ -323,12 +452,22 @@ async fn preflight(client: &Client, timeout: Duration) -> Result<(), String> {
 
 /// Runs one planned run in `dir`, healing on every exit path (error, panic, signal).
 /// Returns the run's events.
-pub async fn run_one(env: &Env, image: &(String, bool), run: &PlannedRun, dir: &Path, progress: &Progress) -> Result<Vec<Event>, RunnerError> {
+pub async fn run_one(
+    env: &Env,
+    image: &(String, bool),
+    run: &PlannedRun,
+    dir: &Path,
+    progress: &Progress,
+) -> Result<Vec<Event>, RunnerError> {
     std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
     let run_json = serde_json::to_string_pretty(run).expect("run serializes");
     std::fs::write(dir.join("run.json"), run_json + "\n").map_err(io_err("writing run.json"))?;
-    let recorder = Arc::new(Recorder::create(&dir.join("events.jsonl")).map_err(io_err("creating events.jsonl"))?);
-    let journal = Arc::new(Journal::open(&dir.join("journal.jsonl")).map_err(io_err("creating journal.jsonl"))?);
+    let recorder = Arc::new(
+        Recorder::create(&dir.join("events.jsonl")).map_err(io_err("creating events.jsonl"))?,
+    );
+    let journal = Arc::new(
+        Journal::open(&dir.join("journal.jsonl")).map_err(io_err("creating journal.jsonl"))?,
+    );
     recorder.record(EventKind::RunStarted {
         run: run.id.clone(),
         experiment: run.experiment.clone(),
@@ -339,11 +478,26 @@ pub async fn run_one(env: &Env, image: &(String, bool), run: &PlannedRun, dir: &
     let mut watchers = Vec::new();
     let body = {
         let (client, docker) = (env.client.clone(), env.docker.clone());
-        let (recorder, journal, run, image, progress) =
-            (recorder.clone(), journal.clone(), run.clone(), image.clone(), progress.clone());
+        let (recorder, journal, run, image, progress) = (
+            recorder.clone(),
+            journal.clone(),
+            run.clone(),
+            image.clone(),
+            progress.clone(),
+        );
         let (wtx, wrx) = tokio::sync::oneshot::channel();
         let handle = tokio::spawn(async move {
-            execute(&client, docker.as_ref(), &recorder, &journal, &run, &image, &progress, wtx).await
+            execute(
+                &client,
+                docker.as_ref(),
+                &recorder,
+                &journal,
+                &run,
+                &image,
+                &progress,
+                wtx,
+            )
+            .await
         });
         (handle, wrx)
     };
@@ -362,7 +516,10 @@ pub async fn run_one(env: &Env, image: &(String, bool), run: &PlannedRun, dir: &
     }
     // Heal whatever is pending, whatever happened.
     progress.step("healing: nodes back, taints removed, run objects deleted");
-    let heal_errors = env.healer(run.timeouts.heal).heal_all(&journal, Some(&recorder)).await;
+    let heal_errors = env
+        .healer(run.timeouts.heal)
+        .heal_all(&journal, Some(&recorder))
+        .await;
     for w in watchers {
         w.abort();
     }
@@ -372,7 +529,11 @@ pub async fn run_one(env: &Env, image: &(String, bool), run: &PlannedRun, dir: &
         Err(signal) => Some(format!("interrupted by {signal}")),
     };
     if !heal_errors.is_empty() {
-        let text = heal_errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
+        let text = heal_errors
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
         error = Some(match error {
             Some(e) => format!("{e}; healing failed: {text}"),
             None => format!("healing failed: {text}"),
@@ -388,7 +549,8 @@ pub async fn run_one(env: &Env, image: &(String, bool), run: &PlannedRun, dir: &
 async fn shutdown_signal() -> &'static str {
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
         tokio::select! {
             _ = tokio::signal::ctrl_c() => "SIGINT",
             _ = term.recv() => "SIGTERM",
@@ -423,7 +585,10 @@ async fn execute(
     progress.step(&format!("setup: namespace {ns}"));
     jrec(Undo::DeleteNamespace { name: ns.clone() })?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces.create(&PostParams::default(), &workload::namespace(&ns, &run.id)).await.map_err(|e| format!("create namespace {ns}: {e}"))?;
+    namespaces
+        .create(&PostParams::default(), &workload::namespace(&ns, &run.id))
+        .await
+        .map_err(|e| format!("create namespace {ns}: {e}"))?;
     if run.workload.storage_class == workload::SHARED_CLASS {
         let pvs: Api<PersistentVolume> = Api::all(client.clone());
         for i in 0..run.workload.replicas {
@@ -431,21 +596,37 @@ async fn execute(
             let pv = workload::shared_volume(&ns, &pod, &run.workload.size, &run.id);
             let name = pv.metadata.name.clone().unwrap_or_default();
             jrec(Undo::DeletePersistentVolume { name: name.clone() })?;
-            jrec(Undo::RemoveDir { path: workload::shared_host_dir().join(&ns) })?;
-            pvs.create(&PostParams::default(), &pv).await.map_err(|e| format!("create PersistentVolume {name}: {e}"))?;
+            jrec(Undo::RemoveDir {
+                path: workload::shared_host_dir().join(&ns),
+            })?;
+            pvs.create(&PostParams::default(), &pv)
+                .await
+                .map_err(|e| format!("create PersistentVolume {name}: {e}"))?;
         }
     }
     let mut rx = recorder.subscribe();
-    let watchers = observe::spawn_watchers(client.clone(), &Scope { namespace: ns.clone(), pod_selector: selector }, recorder.clone());
+    let watchers = observe::spawn_watchers(
+        client.clone(),
+        &Scope {
+            namespace: ns.clone(),
+            pod_selector: selector,
+        },
+        recorder.clone(),
+    );
     let _ = watchers_out.send(watchers);
     let sts: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
-    sts.create(&PostParams::default(), &workload::statefulset(&run.workload, &image.0, image.1, &run.id))
-        .await
-        .map_err(|e| format!("create StatefulSet: {e}"))?;
+    sts.create(
+        &PostParams::default(),
+        &workload::statefulset(&run.workload, &image.0, image.1, &run.id),
+    )
+    .await
+    .map_err(|e| format!("create StatefulSet: {e}"))?;
 
     // Steady state: the target pod Running and Ready.
     let target_pod = run.fault.target.node_of.clone();
-    progress.step(&format!("steady state: waiting for {target_pod} Running and Ready"));
+    progress.step(&format!(
+        "steady state: waiting for {target_pod} Running and Ready"
+    ));
     let deadline = Instant::now() + run.timeouts.steady_state;
     let ready = wait_for(&mut rx, deadline, |e| {
         matches!(e, EventKind::Pod { pod, phase, ready: true, terminating: false, node: Some(_), .. } if *pod == target_pod && phase == "Running")
@@ -453,24 +634,52 @@ async fn execute(
     .await
     .ok_or_else(|| format!("{target_pod} not Running and Ready within the steady-state timeout ({})", humantime::format_duration(run.timeouts.steady_state)))?;
     let (old_uid, node) = match &ready.what {
-        EventKind::Pod { uid, node: Some(node), .. } => (uid.clone(), node.clone()),
+        EventKind::Pod {
+            uid,
+            node: Some(node),
+            ..
+        } => (uid.clone(), node.clone()),
         _ => unreachable!("matched above"),
     };
-    recorder.record(EventKind::WorkloadReady { pod: target_pod.clone(), uid: old_uid.clone(), node: node.clone() });
+    recorder.record(EventKind::WorkloadReady {
+        pod: target_pod.clone(),
+        uid: old_uid.clone(),
+        node: node.clone(),
+    });
     // Let the workload write for a moment before the fault.
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // Inject.
-    let docker = docker.ok_or("node-shutdown needs Docker access to the node containers (kind provider)")?;
+    let docker =
+        docker.ok_or("node-shutdown needs Docker access to the node containers (kind provider)")?;
     let cluster_label = recorder_cluster_name(docker, &node).await?;
-    let container = docker.node_container(&cluster_label, &node).await.map_err(|e| e.to_string())?;
-    let fault = Fault { kind: run.fault.kind, node: node.clone(), container: container.clone() };
+    let container = docker
+        .node_container(&cluster_label, &node)
+        .await
+        .map_err(|e| e.to_string())?;
+    let fault = Fault {
+        kind: run.fault.kind,
+        node: node.clone(),
+        container: container.clone(),
+    };
     progress.step(&format!("inject: {} on {node}", run.fault.kind.as_str()));
-    jrec(Undo::StartNode { container: container.clone(), node: node.clone() })?;
-    recorder.record(EventKind::FaultInjecting { fault: run.fault.kind.as_str().into(), node: node.clone() });
-    fault.apply(docker).await.map_err(|e| format!("inject {}: {e}", run.fault.kind.as_str()))?;
+    jrec(Undo::StartNode {
+        container: container.clone(),
+        node: node.clone(),
+    })?;
+    recorder.record(EventKind::FaultInjecting {
+        fault: run.fault.kind.as_str().into(),
+        node: node.clone(),
+    });
+    fault
+        .apply(docker)
+        .await
+        .map_err(|e| format!("inject {}: {e}", run.fault.kind.as_str()))?;
     let fault_at = Instant::now();
-    recorder.record(EventKind::FaultInjected { fault: run.fault.kind.as_str().into(), node: node.clone() });
+    recorder.record(EventKind::FaultInjected {
+        fault: run.fault.kind.as_str().into(),
+        node: node.clone(),
+    });
     let recovery_deadline = fault_at + run.timeouts.recovery;
 
     // Remediate, `after` the node is seen NotReady.
@@ -484,10 +693,23 @@ async fn execute(
             tokio::time::sleep_until((Instant::now() + after).min(recovery_deadline)).await;
             if Instant::now() < recovery_deadline {
                 progress.step(&format!("remediate: {}", run.remediation.name()));
-                remediate(client, journal, recorder, &run.remediation, &ns, &target_pod, &node).await?;
+                remediate(
+                    client,
+                    journal,
+                    recorder,
+                    &run.remediation,
+                    &ns,
+                    &target_pod,
+                    &node,
+                )
+                .await?;
             }
         } else {
-            recorder.record(EventKind::Note { message: format!("{node} was not seen NotReady within the recovery timeout; no remediation") });
+            recorder.record(EventKind::Note {
+                message: format!(
+                    "{node} was not seen NotReady within the recovery timeout; no remediation"
+                ),
+            });
         }
     }
 
@@ -498,14 +720,18 @@ async fn execute(
     })
     .await;
     if recovered.is_none() {
-        recorder.record(EventKind::RecoveryTimeout { after_ms: run.timeouts.recovery.as_millis() as u64 });
+        recorder.record(EventKind::RecoveryTimeout {
+            after_ms: run.timeouts.recovery.as_millis() as u64,
+        });
     }
     Ok(())
 }
 
 /// The kind cluster a node container belongs to (from its label).
 async fn recorder_cluster_name(docker: &DockerNodes, node: &str) -> Result<String, String> {
-    docker.cluster_of(node).await.map_err(|e| format!("node {node} is not a kind node container this harness can reach: {e}"))
+    docker.cluster_of(node).await.map_err(|e| {
+        format!("node {node} is not a kind node container this harness can reach: {e}")
+    })
 }
 
 async fn remediate(
@@ -519,25 +745,51 @@ async fn remediate(
 ) -> Result<(), String> {
     let nodes: Api<Node> = Api::all(client.clone());
     let applied = |detail: String| {
-        recorder.record(EventKind::RemediationApplied { remediation: remediation.name().into(), node: node.into(), detail });
+        recorder.record(EventKind::RemediationApplied {
+            remediation: remediation.name().into(),
+            node: node.into(),
+            detail,
+        });
     };
     match remediation {
         RemediationSpec::None => {}
         RemediationSpec::OutOfServiceTaint { .. } => {
-            journal.record(Undo::RemoveTaint { node: node.into(), key: OUT_OF_SERVICE_KEY.into() }).map_err(|e| e.to_string())?;
-            remediation::add_out_of_service_taint(&nodes, node).await.map_err(|e| e.to_string())?;
-            applied(format!("{OUT_OF_SERVICE_KEY}={}:NoExecute", remediation::OUT_OF_SERVICE_VALUE));
+            journal
+                .record(Undo::RemoveTaint {
+                    node: node.into(),
+                    key: OUT_OF_SERVICE_KEY.into(),
+                })
+                .map_err(|e| e.to_string())?;
+            remediation::add_out_of_service_taint(&nodes, node)
+                .await
+                .map_err(|e| e.to_string())?;
+            applied(format!(
+                "{OUT_OF_SERVICE_KEY}={}:NoExecute",
+                remediation::OUT_OF_SERVICE_VALUE
+            ));
         }
         RemediationSpec::ForceDeletePod { .. } => {
             let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-            remediation::force_delete_pod(&pods, pod).await.map_err(|e| e.to_string())?;
+            remediation::force_delete_pod(&pods, pod)
+                .await
+                .map_err(|e| e.to_string())?;
             applied(format!("pod {pod} deleted with grace period 0"));
         }
         RemediationSpec::DeleteNode { .. } => {
-            if let Some(obj) = remediation::get_node(&nodes, node).await.map_err(|e| e.to_string())? {
+            if let Some(obj) = remediation::get_node(&nodes, node)
+                .await
+                .map_err(|e| e.to_string())?
+            {
                 let object = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
-                journal.record(Undo::RestoreNode { node: node.into(), object }).map_err(|e| e.to_string())?;
-                remediation::delete_node(&nodes, node).await.map_err(|e| e.to_string())?;
+                journal
+                    .record(Undo::RestoreNode {
+                        node: node.into(),
+                        object,
+                    })
+                    .map_err(|e| e.to_string())?;
+                remediation::delete_node(&nodes, node)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 applied(format!("Node {node} deleted"));
             }
         }

@@ -17,11 +17,19 @@ impl Progress {
     pub fn new(quiet: bool) -> Progress {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new_spinner();
-            bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {prefix} {msg}").expect("template"));
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {prefix} {msg}")
+                    .expect("template"),
+            );
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
-        Progress { bar, start: Instant::now(), prefix: Arc::default(), quiet }
+        Progress {
+            bar,
+            start: Instant::now(),
+            prefix: Arc::default(),
+            quiet,
+        }
     }
 
     /// Names the run in progress (e.g. `[2/4] node-shutdown/oos-taint/1`).
@@ -37,8 +45,15 @@ impl Progress {
         if self.quiet {
             return;
         }
-        let prefix = self.prefix.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let line = format!("[{:>6.1}s] {prefix} {message}", self.start.elapsed().as_secs_f64());
+        let prefix = self
+            .prefix
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let line = format!(
+            "[{:>6.1}s] {prefix} {message}",
+            self.start.elapsed().as_secs_f64()
+        );
         match &self.bar {
             Some(bar) => {
                 bar.println(&line);

@@ -62,7 +62,12 @@ fn yes() -> bool {
 
 impl Default for ClusterSpec {
     fn default() -> Self {
-        ClusterSpec { provider: Provider::Kind, config: None, name: None, reuse: true }
+        ClusterSpec {
+            provider: Provider::Kind,
+            config: None,
+            name: None,
+            reuse: true,
+        }
     }
 }
 
@@ -434,7 +439,11 @@ fn default_heal() -> Duration {
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts { steady_state: default_steady(), recovery: default_recovery(), heal: default_heal() }
+        Timeouts {
+            steady_state: default_steady(),
+            recovery: default_recovery(),
+            heal: default_heal(),
+        }
     }
 }
 

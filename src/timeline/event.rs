@@ -21,9 +21,18 @@ pub struct Event {
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum EventKind {
     /// The run began (first line of every events.jsonl).
-    RunStarted { run: String, experiment: String, variant: String, repetition: u32 },
+    RunStarted {
+        run: String,
+        experiment: String,
+        variant: String,
+        repetition: u32,
+    },
     /// The workload's target pod ran and was Ready before the fault: the steady state.
-    WorkloadReady { pod: String, uid: String, node: String },
+    WorkloadReady {
+        pod: String,
+        uid: String,
+        node: String,
+    },
     /// The fault is about to be applied (its undo is already in the journal).
     FaultInjecting { fault: String, node: String },
     /// The fault was applied (e.g. the node container is killed).
@@ -39,7 +48,12 @@ pub enum EventKind {
         reason: Option<String>,
     },
     /// A taint appeared on (added = true) or disappeared from a Node.
-    NodeTaint { node: String, key: String, effect: String, added: bool },
+    NodeTaint {
+        node: String,
+        key: String,
+        effect: String,
+        added: bool,
+    },
     /// A Node object was seen for the first time / again.
     NodeAdded { node: String },
     /// A Node object disappeared.
@@ -55,6 +69,9 @@ pub enum EventKind {
         /// deletionTimestamp is set.
         terminating: bool,
         ready: bool,
+        /// The container's `state.running.startedAt` as the kubelet reported it (seconds).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_at: Option<String>,
     },
     /// A workload pod object is gone from the API server.
     PodDeleted {
@@ -79,9 +96,17 @@ pub enum EventKind {
         pv: Option<String>,
     },
     /// The harness applied a remediation (e.g. the taint is on the API server now).
-    RemediationApplied { remediation: String, node: String, detail: String },
+    RemediationApplied {
+        remediation: String,
+        node: String,
+        detail: String,
+    },
     /// The harness undid a remediation (e.g. removed the taint after the node came back).
-    RemediationUndone { remediation: String, node: String, detail: String },
+    RemediationUndone {
+        remediation: String,
+        node: String,
+        detail: String,
+    },
     /// A Kubernetes Event about an object of the experiment.
     KubeEvent {
         object: String,

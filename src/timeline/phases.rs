@@ -354,6 +354,7 @@ pub fn analyze(events: &[Event]) -> Timeline {
                     phase,
                     terminating,
                     ready,
+                    ..
                 } => {
                     if is_old(uid) {
                         if *terminating {
@@ -461,6 +462,7 @@ pub(crate) mod tests {
             phase: phase.into(),
             terminating,
             ready,
+            started_at: None,
         }
     }
 
@@ -732,6 +734,7 @@ pub(crate) mod tests {
                     phase: "Running".into(),
                     terminating: false,
                     ready: true,
+                    started_at: None,
                 },
             ),
         ];

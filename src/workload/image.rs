@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("`ldd {exe}` failed: {detail}")]
     Ldd { exe: PathBuf, detail: String },
     #[error("writing the image archive: {0}")]
@@ -22,9 +25,15 @@ pub fn image_files(exe: &Path) -> Result<Vec<(String, PathBuf)>, ImageError> {
     let out = std::process::Command::new("ldd")
         .arg(exe)
         .output()
-        .map_err(|e| ImageError::Ldd { exe: exe.into(), detail: e.to_string() })?;
+        .map_err(|e| ImageError::Ldd {
+            exe: exe.into(),
+            detail: e.to_string(),
+        })?;
     if !out.status.success() {
-        return Err(ImageError::Ldd { exe: exe.into(), detail: String::from_utf8_lossy(&out.stderr).into() });
+        return Err(ImageError::Ldd {
+            exe: exe.into(),
+            detail: String::from_utf8_lossy(&out.stderr).into(),
+        });
     }
     let mut files = vec![("usr/local/bin/nodedown".to_string(), exe.to_path_buf())];
     for lib in parse_ldd(&String::from_utf8_lossy(&out.stdout)) {
@@ -61,16 +70,27 @@ pub fn write_archive(files: &[(String, PathBuf)], out: &Path) -> Result<String, 
             p = d.parent();
         }
     }
-    for d in dirs.iter().chain(std::iter::once(&PathBuf::from("data"))).chain(std::iter::once(&PathBuf::from("tmp"))) {
+    for d in dirs
+        .iter()
+        .chain(std::iter::once(&PathBuf::from("data")))
+        .chain(std::iter::once(&PathBuf::from("tmp")))
+    {
         let mut h = tar::Header::new_gnu();
         h.set_entry_type(tar::EntryType::Directory);
-        h.set_mode(if d.as_os_str() == "tmp" { 0o1777 } else { 0o755 });
+        h.set_mode(if d.as_os_str() == "tmp" {
+            0o1777
+        } else {
+            0o755
+        });
         h.set_mtime(0);
         h.set_size(0);
         layer.append_data(&mut h, d, std::io::empty())?;
     }
     for (inner, host) in &sorted {
-        let data = std::fs::read(host).map_err(|source| ImageError::Read { path: host.clone(), source })?;
+        let data = std::fs::read(host).map_err(|source| ImageError::Read {
+            path: host.clone(),
+            source,
+        })?;
         let mut h = tar::Header::new_gnu();
         h.set_mode(0o755);
         h.set_mtime(0);
@@ -123,7 +143,11 @@ mod tests {
         let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x7f)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x7f)\n\t/lib64/ld-linux-x86-64.so.2 (0x7f)\n";
         assert_eq!(
             parse_ldd(text),
-            vec!["/lib/x86_64-linux-gnu/libgcc_s.so.1", "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"]
+            vec![
+                "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+                "/lib/x86_64-linux-gnu/libc.so.6",
+                "/lib64/ld-linux-x86-64.so.2"
+            ]
         );
     }
 
@@ -137,8 +161,11 @@ mod tests {
         let b = write_archive(&files, &dir.path().join("b.tar")).unwrap();
         assert_eq!(a, b);
         let mut ar = tar::Archive::new(std::fs::File::open(dir.path().join("a.tar")).unwrap());
-        let names: Vec<String> =
-            ar.entries().unwrap().map(|e| e.unwrap().path().unwrap().display().to_string()).collect();
+        let names: Vec<String> = ar
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
         assert!(names.contains(&"manifest.json".to_string()), "{names:?}");
     }
 }

@@ -15,7 +15,9 @@ pub const SHARED_CLASS: &str = "nodedown-shared";
 pub const SHARED_NODE_PATH: &str = "/mnt/nodedown-shared";
 /// The host directory behind it.
 pub fn shared_host_dir() -> std::path::PathBuf {
-    std::env::var_os("NODEDOWN_SHARED_DIR").map(Into::into).unwrap_or_else(|| "/var/lib/nodedown/shared".into())
+    std::env::var_os("NODEDOWN_SHARED_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| "/var/lib/nodedown/shared".into())
 }
 /// Label on everything nodedown creates, with the run id as value.
 pub const RUN_LABEL: &str = "nodedown.dev/run";
@@ -64,7 +66,12 @@ pub fn shared_volume(ns: &str, pod: &str, size: &str, run_id: &str) -> Persisten
 }
 
 /// The StatefulSet under test.
-pub fn statefulset(spec: &WorkloadSpec, image: &str, pull_never: bool, run_id: &str) -> StatefulSet {
+pub fn statefulset(
+    spec: &WorkloadSpec,
+    image: &str,
+    pull_never: bool,
+    run_id: &str,
+) -> StatefulSet {
     let name = app_name(spec.kind);
     let env = json!([
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -119,7 +126,13 @@ mod tests {
         };
         let sts = statefulset(&spec, "img:1", true, "exp/v/1");
         let tpl = sts.spec.as_ref().unwrap();
-        assert_eq!(tpl.volume_claim_templates.as_ref().unwrap()[0].metadata.name.as_deref(), Some("data"));
+        assert_eq!(
+            tpl.volume_claim_templates.as_ref().unwrap()[0]
+                .metadata
+                .name
+                .as_deref(),
+            Some("data")
+        );
         let pv = shared_volume("ns1", "writer-0", "1Gi", "exp/v/1");
         let claim = pv.spec.as_ref().unwrap().claim_ref.as_ref().unwrap();
         assert_eq!(claim.name.as_deref(), Some("data-writer-0"));

@@ -17,7 +17,10 @@ pub fn last_sequence(log: &Path) -> std::io::Result<u64> {
     let mut last = 0;
     for line in BufReader::new(file).lines() {
         let line = line?;
-        if let Some(seq) = line.strip_prefix("seq=").and_then(|r| r.split_whitespace().next()) {
+        if let Some(seq) = line
+            .strip_prefix("seq=")
+            .and_then(|r| r.split_whitespace().next())
+        {
             if let Ok(n) = seq.parse::<u64>() {
                 last = n;
             }
@@ -31,7 +34,10 @@ pub fn run(dir: &Path, interval: Duration, identity: &str) -> std::io::Result<()
     std::fs::create_dir_all(dir)?;
     let log = dir.join("writer.log");
     let mut seq = last_sequence(&log)?;
-    eprintln!("writer: {} holds {seq} records; continuing as {identity}", log.display());
+    eprintln!(
+        "writer: {} holds {seq} records; continuing as {identity}",
+        log.display()
+    );
     let mut file = OpenOptions::new().create(true).append(true).open(&log)?;
     loop {
         seq += 1;
@@ -51,7 +57,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("writer.log");
         assert_eq!(last_sequence(&log).unwrap(), 0);
-        std::fs::write(&log, "seq=1 writer=a t=x\nseq=2 writer=a t=x\nseq=3 writer=b t=x\ngarbage\n").unwrap();
+        std::fs::write(
+            &log,
+            "seq=1 writer=a t=x\nseq=2 writer=a t=x\nseq=3 writer=b t=x\ngarbage\n",
+        )
+        .unwrap();
         assert_eq!(last_sequence(&log).unwrap(), 3);
     }
 }

@@ -42,11 +42,20 @@ volume_dir=/mnt/nodedown-shared/$ns/$claim # inside the nodes
 taint_key=node.kubernetes.io/out-of-service
 image=nodedown.local/busybox:testenv
 
-killed_node=""   # set once the node's container has been killed
-tainted=""       # set once the out-of-service taint has been added
+killed_node=""   # set once the node's container has been killed, until it is Ready again
+tainted=""       # set once the out-of-service taint has been added, until it is removed
+created=""       # set once the namespace is about to be created
+cleaned=""       # set once the namespace and the PersistentVolume are deleted
 
 node_ready() { # node_ready NODE: its Ready condition is True
   [ "$(k get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+node_back() { # node_back NODE SINCE: Ready, and its kubelet renewed its Lease after SINCE (epoch s)
+  # (right after a kill the Ready condition is still the stale True for up to ~16s)
+  local renew
+  node_ready "$1" || return 1
+  renew=$(k -n kube-node-lease get lease "$1" -o jsonpath='{.spec.renewTime}' 2>/dev/null) || return 1
+  [ -n "$renew" ] && [ "$(date -d "$renew" +%s)" -gt "$2" ]
 }
 node_not_ready() { # Ready is False or Unknown
   local s
@@ -81,22 +90,26 @@ cleanup() {
     { k get nodes; k -n "$ns" get pods -o wide; k -n "$ns" get pvc; } 2>&1 | sed 's/^/    /'
   fi
   if [ -n "$killed_node" ]; then
+    local since
+    since=$(date +%s)
     if ! container_running "$killed_node"; then
       log "cleanup: starting node container $killed_node"
       docker start "$killed_node" >/dev/null
     fi
-    wait_for 180 "node $killed_node Ready" node_ready "$killed_node" &&
+    wait_for 180 "node $killed_node Ready" node_back "$killed_node" "$since" &&
       log "cleanup: node $killed_node Ready"
   fi
   if [ -n "$tainted" ] && has_taint "$tainted"; then
     log "cleanup: removing $taint_key from $tainted"
     k taint node "$tainted" "$taint_key-" >/dev/null
   fi
-  log "cleanup: deleting namespace $ns and PersistentVolume $pv"
-  k delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1
-  wait_for 90 "namespace $ns deleted" gone namespace "$ns"
-  k delete pv "$pv" --ignore-not-found --wait=false >/dev/null 2>&1
-  wait_for 30 "PersistentVolume $pv deleted" gone pv "$pv"
+  if [ -n "$created" ] && [ -z "$cleaned" ]; then
+    log "cleanup: deleting namespace $ns and PersistentVolume $pv"
+    k delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1
+    wait_for 90 "namespace $ns deleted" gone namespace "$ns"
+    k delete pv "$pv" --ignore-not-found --wait=false >/dev/null 2>&1
+    wait_for 30 "PersistentVolume $pv deleted" gone pv "$pv"
+  fi
   # The volume's directory on the shared storage (files written by root in the pod): remove
   # it from inside a running node, where the shared directory is mounted.
   for n in $(k get nodes -o name 2>/dev/null | sed 's|^node/||'); do
@@ -108,8 +121,12 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+# On a signal, exit through the EXIT trap with the conventional status (so it is not 0).
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 log "context $ctx, namespace $ns"
+k get --raw /readyz >/dev/null 2>&1 || fail "the API server of context $ctx is not reachable/ready"
 
 # Preconditions: all nodes Ready, no out-of-service taint anywhere, two Ready workers.
 not_ready=$(k get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
@@ -120,6 +137,7 @@ workers=$(k get nodes -l '!node-role.kubernetes.io/control-plane' -o name | sed 
 [ "$(echo "$workers" | grep -c .)" -ge 2 ] || fail "precondition: need at least 2 workers"
 
 log "step: create namespace, PersistentVolume $pv, StatefulSet $sts"
+created=1
 k create namespace "$ns" >/dev/null
 sa_exists() { k -n "$ns" get serviceaccount default >/dev/null 2>&1; }
 wait_for 30 "service account default in $ns" sa_exists
@@ -172,6 +190,7 @@ spec:
         - sh
         - -c
         - |
+          trap 'exit 0' TERM
           i=\$(wc -l < /data/log 2>/dev/null || echo 0)
           while true; do
             i=\$((i + 1))
@@ -261,13 +280,16 @@ numbered=$(k -n "$ns" exec "$sts-0" -- awk '$1 != NR {print NR; exit}' /data/log
 [ -z "$numbered" ] || fail "/data/log is not numbered 1, 2, 3...: line $numbered is wrong"
 new_pod_writes() { k -n "$ns" exec "$sts-0" -- tail -n 1 /data/log | grep -q " $new_node\$"; }
 wait_for 10 "the new pod to append to /data/log" new_pod_writes
-log "ok: $lines_after lines, the $lines_before from before the kill unchanged, last: $(k -n "$ns" exec "$sts-0" -- tail -n 1 /data/log)"
+summary=$(k -n "$ns" exec "$sts-0" -- awk -v old="$node" \
+  '$3 == old {o++} {last = $0} END {printf "%d lines, %d of them by the pod on %s; last: %s", NR, o, old, last}' /data/log)
+log "ok: the $lines_before lines from before the kill are unchanged; now $summary"
 
 log "step: docker start $node, wait (<= 180s) for Ready"
-docker start "$node" >/dev/null
 t_start=$(now_us)
-wait_for 180 "node $node Ready after docker start" node_ready "$node"
+docker start "$node" >/dev/null
+wait_for 180 "node $node Ready after docker start" node_back "$node" "$(( t_start / 1000000 ))"
 log "node $node Ready $(secs $(( $(now_us) - t_start ))) after docker start"
+killed_node=""
 
 log "step: remove $taint_key from $node"
 k taint node "$node" "$taint_key-" >/dev/null
@@ -281,6 +303,7 @@ k delete namespace "$ns" --wait=false >/dev/null
 wait_for 90 "namespace $ns deleted" gone namespace "$ns"
 k delete pv "$pv" --wait=false >/dev/null
 wait_for 30 "PersistentVolume $pv deleted" gone pv "$pv"
+cleaned=1
 log "ok: deleted"
 
 all_nodes_ready() {

@@ -33,6 +33,11 @@ ns=testenv-podnet-$(printf '%04x%04x' $RANDOM $RANDOM)
 token=token-$(printf '%04x%04x%04x%04x' $RANDOM $RANDOM $RANDOM $RANDOM)
 image=nodedown.local/busybox:testenv
 
+created=""
+gone() { # gone KIND NAME: the API server says there is no such object
+  local out
+  out=$(k get "$@" --ignore-not-found -o name 2>/dev/null) && [ -z "$out" ]
+}
 cleanup() {
   local rc=$?
   trap - EXIT
@@ -41,16 +46,22 @@ cleanup() {
     log "diagnostics:"
     k -n "$ns" get pods -o wide 2>&1 | sed 's/^/    /'
   fi
-  log "cleanup: deleting namespace $ns"
-  k delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1
-  k wait --for=delete "namespace/$ns" --timeout=60s >/dev/null 2>&1 ||
-    log "warning: namespace $ns still exists after 60s"
+  if [ -n "$created" ]; then
+    log "cleanup: deleting namespace $ns"
+    k delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1
+    fail() { log "cleanup: $*"; return 1; }
+    wait_for 60 "namespace $ns deleted" gone namespace "$ns"
+  fi
   if [ "$rc" = 0 ]; then log "PASS pod-network"; else log "FAIL pod-network (exit $rc)"; fi
   exit "$rc"
 }
 trap cleanup EXIT
+# On a signal, exit through the EXIT trap with the conventional status (so it is not 0).
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 log "context $ctx, namespace $ns"
+k get --raw /readyz >/dev/null 2>&1 || fail "the API server of context $ctx is not reachable/ready"
 
 # Two Ready workers (nodes without the control-plane role).
 ready_workers=$(k get nodes -l '!node-role.kubernetes.io/control-plane' -o \
@@ -61,6 +72,7 @@ read -r node_a node_b _ <<<"$(echo $ready_workers)" || true
   fail "need two Ready workers, found: $(echo $ready_workers)"
 log "server on $node_a, client on $node_b"
 
+created=1
 k create namespace "$ns" >/dev/null
 sa_exists() { k -n "$ns" get serviceaccount default >/dev/null 2>&1; }
 wait_for 30 "service account default in $ns" sa_exists
