@@ -3,6 +3,7 @@
 
 use super::journal::{Journal, Undo};
 use crate::cluster::DockerNodes;
+use crate::faults;
 use crate::observe::Recorder;
 use crate::remediation;
 use crate::timeline::EventKind;
@@ -10,6 +11,9 @@ use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume};
 use kube::api::DeleteParams;
 use kube::{Api, Client};
 use std::time::Duration;
+
+/// How long a run namespace may take to disappear.
+const NAMESPACE_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Healer {
     pub client: Client,
@@ -66,20 +70,14 @@ impl Healer {
             }
         };
         match undo {
-            Undo::StartNode { container, node } => {
-                let docker = self
-                    .docker
-                    .as_ref()
-                    .ok_or("no Docker access to start the node container")?;
-                docker.start(container).await.map_err(|e| e.to_string())?;
+            Undo::HealFault { fault, container, node } => {
+                let docker = self.docker.as_ref().ok_or("no Docker access to the node container")?;
+                faults::heal(*fault, container, docker).await.map_err(|e| e.to_string())?;
                 note(EventKind::Note {
-                    message: format!("node container {container} started"),
+                    message: format!("{} undone on {container}; waiting for {node} Ready", fault.as_str()),
                 });
                 wait_node_ready(&nodes, node, self.node_timeout).await?;
-                note(EventKind::FaultHealed {
-                    fault: "node-shutdown".into(),
-                    node: node.clone(),
-                });
+                note(EventKind::FaultHealed { fault: fault.as_str().into(), node: node.clone() });
                 Ok(())
             }
             Undo::RestoreNode { node, object } => {
@@ -121,8 +119,18 @@ impl Healer {
                 Ok(())
             }
             Undo::DeleteNamespace { name } => {
+                // Wait until it is gone: its pods must stop writing before their storage
+                // directory is removed (a later undo), or a late pod would recreate it.
                 let api: Api<Namespace> = Api::all(self.client.clone());
-                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))
+                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))?;
+                let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
+                while api.get_opt(name).await.map_err(|e| e.to_string())?.is_some() {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(format!("namespace {name} still terminating after {}s", NAMESPACE_TIMEOUT.as_secs()));
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                Ok(())
             }
             Undo::DeletePersistentVolume { name } => {
                 let api: Api<PersistentVolume> = Api::all(self.client.clone());

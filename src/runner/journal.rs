@@ -13,8 +13,10 @@ use std::sync::Mutex;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "undo", rename_all = "kebab-case")]
 pub enum Undo {
-    /// Start the node container again and wait for the Node to be Ready.
-    StartNode {
+    /// Undo a fault on a node (start its container, start its kubelet, remove its partition)
+    /// and wait for the Node to be Ready.
+    HealFault {
+        fault: crate::spec::FaultKind,
         container: String,
         node: String,
     },
@@ -44,7 +46,7 @@ impl Undo {
     /// Heal order: nodes back first, then their taints, then the run's objects.
     pub fn priority(&self) -> u8 {
         match self {
-            Undo::StartNode { .. } => 0,
+            Undo::HealFault { .. } => 0,
             Undo::RestoreNode { .. } => 1,
             Undo::RemoveTaint { .. } => 2,
             Undo::DeleteNamespace { .. } => 3,
@@ -199,7 +201,8 @@ mod tests {
             })
             .unwrap();
         let node = j
-            .record(Undo::StartNode {
+            .record(Undo::HealFault {
+                fault: crate::spec::FaultKind::NodeShutdown,
                 container: "w1".into(),
                 node: "w1".into(),
             })

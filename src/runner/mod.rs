@@ -9,11 +9,11 @@ mod progress;
 pub use progress::Progress;
 
 use crate::cluster::{self, ClusterError, DockerNodes, Kind};
-use crate::faults::Fault;
+use crate::faults::{self, Fault};
 use crate::observe::{self, Recorder, Scope};
 use crate::plan::{self, PlanOptions, PlannedRun};
 use crate::remediation::{self, OUT_OF_SERVICE_KEY};
-use crate::spec::{Experiment, Provider, RemediationSpec};
+use crate::spec::{Experiment, FaultKind, Provider, RemediationSpec};
 use crate::timeline::{Event, EventKind};
 use crate::workload;
 use heal::Healer;
@@ -650,36 +650,17 @@ async fn execute(
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // Inject.
-    let docker =
-        docker.ok_or("node-shutdown needs Docker access to the node containers (kind provider)")?;
+    let docker = docker.ok_or("faults need Docker access to the node containers (kind provider)")?;
     let cluster_label = recorder_cluster_name(docker, &node).await?;
-    let container = docker
-        .node_container(&cluster_label, &node)
-        .await
-        .map_err(|e| e.to_string())?;
-    let fault = Fault {
-        kind: run.fault.kind,
-        node: node.clone(),
-        container: container.clone(),
-    };
+    let container = docker.node_container(&cluster_label, &node).await.map_err(|e| e.to_string())?;
+    let peers = if run.fault.kind == FaultKind::NetworkPartition { peer_addresses(client, &node).await? } else { vec![] };
+    let fault = Fault { kind: run.fault.kind, node: node.clone(), container: container.clone(), peers };
     progress.step(&format!("inject: {} on {node}", run.fault.kind.as_str()));
-    jrec(Undo::StartNode {
-        container: container.clone(),
-        node: node.clone(),
-    })?;
-    recorder.record(EventKind::FaultInjecting {
-        fault: run.fault.kind.as_str().into(),
-        node: node.clone(),
-    });
-    fault
-        .apply(docker)
-        .await
-        .map_err(|e| format!("inject {}: {e}", run.fault.kind.as_str()))?;
+    jrec(Undo::HealFault { fault: run.fault.kind, container: container.clone(), node: node.clone() })?;
+    recorder.record(EventKind::FaultInjecting { fault: run.fault.kind.as_str().into(), node: node.clone() });
+    fault.apply(docker).await.map_err(|e| format!("inject {}: {e}", run.fault.kind.as_str()))?;
     let fault_at = Instant::now();
-    recorder.record(EventKind::FaultInjected {
-        fault: run.fault.kind.as_str().into(),
-        node: node.clone(),
-    });
+    recorder.record(EventKind::FaultInjected { fault: run.fault.kind.as_str().into(), node: node.clone() });
     let recovery_deadline = fault_at + run.timeouts.recovery;
 
     // Remediate, `after` the node is seen NotReady.
@@ -693,23 +674,11 @@ async fn execute(
             tokio::time::sleep_until((Instant::now() + after).min(recovery_deadline)).await;
             if Instant::now() < recovery_deadline {
                 progress.step(&format!("remediate: {}", run.remediation.name()));
-                remediate(
-                    client,
-                    journal,
-                    recorder,
-                    &run.remediation,
-                    &ns,
-                    &target_pod,
-                    &node,
-                )
-                .await?;
+                let target = Target { ns: &ns, pod: &target_pod, node: &node, container: &container };
+                remediate(client, docker, journal, recorder, &run.remediation, &target).await?;
             }
         } else {
-            recorder.record(EventKind::Note {
-                message: format!(
-                    "{node} was not seen NotReady within the recovery timeout; no remediation"
-                ),
-            });
+            recorder.record(EventKind::Note { message: format!("{node} was not seen NotReady within the recovery timeout; no remediation") });
         }
     }
 
@@ -734,15 +703,37 @@ async fn recorder_cluster_name(docker: &DockerNodes, node: &str) -> Result<Strin
     })
 }
 
+/// What a remediation acts on.
+struct Target<'a> {
+    ns: &'a str,
+    pod: &'a str,
+    node: &'a str,
+    container: &'a str,
+}
+
+/// The InternalIP of every other node: what a partition cuts the node off from.
+async fn peer_addresses(client: &Client, node: &str) -> Result<Vec<String>, String> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let list = nodes.list(&ListParams::default()).await.map_err(|e| format!("list nodes: {e}"))?;
+    Ok(list
+        .items
+        .iter()
+        .filter(|n| n.metadata.name.as_deref() != Some(node))
+        .flat_map(|n| n.status.iter().flat_map(|s| s.addresses.iter().flatten()))
+        .filter(|a| a.type_ == "InternalIP")
+        .map(|a| a.address.clone())
+        .collect())
+}
+
 async fn remediate(
     client: &Client,
+    docker: &DockerNodes,
     journal: &Journal,
     recorder: &Recorder,
     remediation: &RemediationSpec,
-    ns: &str,
-    pod: &str,
-    node: &str,
+    target: &Target<'_>,
 ) -> Result<(), String> {
+    let (ns, pod, node) = (target.ns, target.pod, target.node);
     let nodes: Api<Node> = Api::all(client.clone());
     let applied = |detail: String| {
         recorder.record(EventKind::RemediationApplied {
@@ -753,7 +744,21 @@ async fn remediate(
     };
     match remediation {
         RemediationSpec::None => {}
-        RemediationSpec::OutOfServiceTaint { .. } => {
+        RemediationSpec::OutOfServiceTaint { fence, .. } => {
+            if *fence {
+                // Make sure the node is really off before telling the cluster it is.
+                journal
+                    .record(Undo::HealFault {
+                        fault: FaultKind::NodeShutdown,
+                        container: target.container.into(),
+                        node: node.into(),
+                    })
+                    .map_err(|e| e.to_string())?;
+                faults::fence(target.container, docker).await.map_err(|e| format!("fence {node}: {e}"))?;
+                recorder.record(EventKind::Note {
+                    message: format!("fenced: node container {} killed and confirmed off", target.container),
+                });
+            }
             journal
                 .record(Undo::RemoveTaint {
                     node: node.into(),

@@ -249,6 +249,7 @@ pub fn cluster_config_path(experiment_file: &Path, cluster: &ClusterSpec) -> Opt
 pub fn statefulset_name(kind: WorkloadKind) -> &'static str {
     match kind {
         WorkloadKind::Writer => "writer",
+        WorkloadKind::Ledger => "ledger",
     }
 }
 

@@ -108,6 +108,9 @@ fn default_size() -> String {
 pub enum WorkloadKind {
     /// A simple writer: appends a line with a counter to its volume every 200 ms.
     Writer,
+    /// The integrity workload: checksummed, numbered, fsynced records; its acknowledgements
+    /// are recorded by the harness and checked after failover.
+    Ledger,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,12 +125,19 @@ pub struct FaultSpec {
 pub enum FaultKind {
     /// Power off: the node container is killed.
     NodeShutdown,
+    /// The kubelet is stopped; the node's containers keep running (and writing).
+    KubeletStop,
+    /// The node is cut off from the control plane and the other nodes with iptables; its
+    /// containers keep running (and writing to local and host-shared storage).
+    NetworkPartition,
 }
 
 impl FaultKind {
     pub fn as_str(&self) -> &'static str {
         match self {
             FaultKind::NodeShutdown => "node-shutdown",
+            FaultKind::KubeletStop => "kubelet-stop",
+            FaultKind::NetworkPartition => "network-partition",
         }
     }
 }

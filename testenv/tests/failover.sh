@@ -64,7 +64,9 @@ node_not_ready() { # Ready is False or Unknown
 }
 container_running() { [ "$(docker inspect -f '{{.State.Running}}' "$1" 2>/dev/null)" = true ]; }
 has_taint() { # has_taint NODE
-  k get node "$1" -o jsonpath='{range .spec.taints[*]}{.key}{"\n"}{end}' | grep -qx "$taint_key"
+  local keys
+  keys=$(k get node "$1" -o jsonpath='{range .spec.taints[*]}{.key}{"\n"}{end}') &&
+    grep -qx "$taint_key" <<<"$keys"
 }
 nodes_with_taint() {
   k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{range .spec.taints[*]}{.key}{" "}{end}{"\n"}{end}' |
@@ -85,6 +87,7 @@ cleanup() {
   set +e
   # Bounded waits only from here on: a failure must not hang the trap.
   fail() { log "cleanup: $*"; return 1; }
+  k() { kubectl --context "$ctx" --request-timeout=20s "$@"; }
   if [ "$rc" != 0 ]; then
     log "diagnostics:"
     { k get nodes; k -n "$ns" get pods -o wide; k -n "$ns" get pvc; } 2>&1 | sed 's/^/    /'
@@ -112,7 +115,7 @@ cleanup() {
   fi
   # The volume's directory on the shared storage (files written by root in the pod): remove
   # it from inside a running node, where the shared directory is mounted.
-  for n in $(k get nodes -o name 2>/dev/null | sed 's|^node/||'); do
+  for n in $([ -n "$created" ] && k get nodes -o name 2>/dev/null | sed 's|^node/||'); do
     container_running "$n" && docker exec "$n" test -d /mnt/nodedown-shared || continue
     docker exec "$n" rm -rf "/mnt/nodedown-shared/$ns" || log "cleanup: cannot remove $ns from the shared storage"
     break
@@ -278,7 +281,10 @@ sum_after=$(k -n "$ns" exec "$sts-0" -- sh -c "head -n $lines_before /data/log |
   fail "the first $lines_before lines of /data/log changed (md5 $sum_before before, $sum_after after)"
 numbered=$(k -n "$ns" exec "$sts-0" -- awk '$1 != NR {print NR; exit}' /data/log)
 [ -z "$numbered" ] || fail "/data/log is not numbered 1, 2, 3...: line $numbered is wrong"
-new_pod_writes() { k -n "$ns" exec "$sts-0" -- tail -n 1 /data/log | grep -q " $new_node\$"; }
+new_pod_writes() {
+  local last
+  last=$(k -n "$ns" exec "$sts-0" -- tail -n 1 /data/log) && [[ "$last" == *" $new_node" ]]
+}
 wait_for 10 "the new pod to append to /data/log" new_pod_writes
 summary=$(k -n "$ns" exec "$sts-0" -- awk -v old="$node" \
   '$3 == old {o++} {last = $0} END {printf "%d lines, %d of them by the pod on %s; last: %s", NR, o, old, last}' /data/log)

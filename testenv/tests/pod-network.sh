@@ -42,6 +42,9 @@ cleanup() {
   local rc=$?
   trap - EXIT
   set +e
+  # Bounded from here on: a failure must not hang the trap.
+  fail() { log "cleanup: $*"; return 1; }
+  k() { kubectl --context "$ctx" --request-timeout=20s "$@"; }
   if [ "$rc" != 0 ]; then
     log "diagnostics:"
     k -n "$ns" get pods -o wide 2>&1 | sed 's/^/    /'
@@ -49,7 +52,6 @@ cleanup() {
   if [ -n "$created" ]; then
     log "cleanup: deleting namespace $ns"
     k delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1
-    fail() { log "cleanup: $*"; return 1; }
     wait_for 60 "namespace $ns deleted" gone namespace "$ns"
   fi
   if [ "$rc" = 0 ]; then log "PASS pod-network"; else log "FAIL pod-network (exit $rc)"; fi
