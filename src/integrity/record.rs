@@ -146,7 +146,7 @@ pub enum RecordError {
     /// Every byte is zero: the slot was never written (a preallocated or sparse region).
     #[error("all-zero (unwritten) record")]
     AllZero,
-    #[error("bad magic {0:02x?} (expected \"NDLG\")")]
+    #[error("bad magic \"{}\" (expected \"NDLG\")", .0.escape_ascii())]
     BadMagic([u8; 4]),
     #[error("unsupported format version {0} (this build reads version {FORMAT_VERSION})")]
     UnsupportedVersion(u16),

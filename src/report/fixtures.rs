@@ -16,6 +16,7 @@ fn expect(recovered: Option<bool>, running: Option<u64>, ready: Option<u64>) -> 
         recovered,
         time_to_running: b(running),
         time_to_ready: b(ready),
+        ..Default::default()
     }
 }
 

@@ -1059,6 +1059,17 @@ fn validate(exp: &Experiment, file: &Path, keys: &KeyMap) -> Result<(), SpecErro
     };
     for run in &runs {
         check.effective(run)?;
+        if exp.workload.kind != WorkloadKind::Ledger {
+            for (set, key) in [(run.expect.integrity.is_some(), "integrity"), (run.expect.write_outage.is_some(), "writeOutage")] {
+                if set {
+                    return Err(check.fail(
+                        &format!("{}.{key}", run.expect_path),
+                        format!("`{key}` is measured by the ledger workload, and this experiment runs `{}`", statefulset_name(exp.workload.kind)),
+                        "write `workload: {kind: ledger}` (and `fault.target.nodeOf: ledger-0`), or remove this expectation",
+                    ));
+                }
+            }
+        }
     }
     Ok(())
 }

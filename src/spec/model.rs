@@ -468,6 +468,38 @@ pub struct Expectations {
     pub time_to_running: Option<Bound>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_to_ready: Option<Bound>,
+    /// The integrity checker's verdict on the ledger (workload `ledger` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<IntegrityExpectation>,
+    /// The longest acceptable write outage: last acknowledged write before the fault to the
+    /// first one after it (workload `ledger` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_outage: Option<Bound>,
+}
+
+/// What the integrity checker must conclude.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IntegrityExpectation {
+    /// No acknowledged write lost, no corruption, no second writer.
+    Pass,
+    /// Two writers wrote the ledger (the unsafe remediations must be caught doing this).
+    SplitBrain,
+    /// Acknowledged writes are missing.
+    LostWrites,
+    /// Any failure (lost writes, corruption or split brain).
+    Fail,
+}
+
+impl IntegrityExpectation {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            IntegrityExpectation::Pass => "pass",
+            IntegrityExpectation::SplitBrain => "split-brain",
+            IntegrityExpectation::LostWrites => "lost-writes",
+            IntegrityExpectation::Fail => "fail",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

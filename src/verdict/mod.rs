@@ -415,6 +415,7 @@ pub(crate) mod tests {
             recovered,
             time_to_running: running,
             time_to_ready: ready,
+            ..Default::default()
         }
     }
 

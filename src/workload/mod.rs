@@ -2,6 +2,7 @@
 //! the container image nodedown builds of itself.
 
 pub mod image;
+pub mod ledger;
 pub mod writer;
 
 use crate::spec::{WorkloadKind, WorkloadSpec};
