@@ -42,6 +42,17 @@ pub enum Command {
     Cleanup(cleanup::CleanupArgs),
     /// Re-render the reports of a run directory.
     Report(report::ReportArgs),
+    /// The built-in integrity workload (runs inside the workload container): appends
+    /// checksummed, numbered, fsynced records to DIR/ledger.bin and serves its status on PORT.
+    #[command(hide = true)]
+    Ledger {
+        #[arg(long, default_value = "/data")]
+        dir: PathBuf,
+        #[arg(long, default_value_t = crate::workload::LEDGER_PORT)]
+        port: u16,
+        #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+        interval: std::time::Duration,
+    },
     /// The built-in simple writer workload (runs inside the workload container).
     #[command(hide = true)]
     Writer {
@@ -59,6 +70,17 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Validate(args) => validate::validate(args),
         Command::Cleanup(args) => cleanup::cleanup(args, cli.quiet).await,
         Command::Report(args) => report::report(args),
+        Command::Ledger { dir, port, interval } => {
+            let mut opts = crate::workload::ledger::LedgerOptions::from_env(dir, port);
+            opts.interval = interval;
+            match crate::workload::ledger::run(opts) {
+                Ok(()) => EXIT_OK,
+                Err(e) => {
+                    eprintln!("ledger: {e}");
+                    EXIT_HARNESS
+                }
+            }
+        }
         Command::Writer { dir, interval } => {
             let identity = format!(
                 "{}/{}@{}",

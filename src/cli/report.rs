@@ -29,9 +29,11 @@ pub fn tool_version() -> String {
 pub fn build(dir: &Path) -> Result<Report, runner::RunnerError> {
     let mut runs = Vec::new();
     for run_dir in runner::run_dirs(dir) {
-        runs.push(runner::load_run(&run_dir)?);
+        let (run, events) = runner::load_run(&run_dir)?;
+        let ledger = runner::load_ledger(&run_dir)?;
+        runs.push((run, events, ledger));
     }
-    Ok(report::assemble::report(runs, &tool_version()))
+    Ok(report::assemble::report_with(runs, &tool_version()))
 }
 
 pub fn render(report: &Report, format: Format) -> String {

@@ -9,7 +9,10 @@
 //! no network: only the bytes it is given.
 
 pub mod check;
+mod outage;
 pub mod record;
+
+pub use outage::write_outage;
 
 pub use check::{
     check, check_with, read_acks, Ack, AckError, CheckOptions, IntegrityReport, LostRange,

@@ -2,8 +2,10 @@
 //! Pods, VolumeAttachments and Events; every change becomes an `Event`, stamped on receipt and
 //! appended to the run's `events.jsonl` as it happens.
 
+mod acks;
 mod diff;
 mod recorder;
+pub use acks::*;
 pub use diff::*;
 pub use recorder::*;
 

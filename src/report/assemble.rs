@@ -1,10 +1,11 @@
 //! Builds the result model from run directories' contents: `run.json` (a [`PlannedRun`]) and
 //! `events.jsonl` (the [`Event`]s). Pure: everything is recomputed from these two.
 
-use super::{ExperimentResult, PhaseResult, Report, RunResult, SCHEMA_VERSION};
+use super::{ExperimentResult, IntegrityResult, PhaseResult, Report, RunResult, SCHEMA_VERSION};
+use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
 use crate::timeline::{analyze, Event, EventKind};
-use crate::verdict::evaluate;
+use crate::verdict::{combine, evaluate, evaluate_integrity};
 
 /// The error of a run whose events.jsonl has no `run-finished` line (the harness crashed or was
 /// killed while observing).
@@ -12,6 +13,14 @@ pub const NOT_FINISHED: &str = "run did not finish (no run-finished event)";
 
 /// The result of one run: its timeline, phases, metrics and verdict.
 pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
+    run_result_with(run, events, None)
+}
+
+/// Ledger evidence of a run: the checker's report and the acknowledgements observed.
+pub type LedgerEvidence = (IntegrityReport, Vec<Ack>);
+
+/// [`run_result`] with the run's ledger evidence, when it has any.
+pub fn run_result_with(run: &PlannedRun, events: &[Event], ledger: Option<&LedgerEvidence>) -> RunResult {
     let timeline = analyze(events);
     let finished = events.iter().rev().find_map(|e| match &e.what {
         EventKind::RunFinished { error } => Some(error.clone()),
@@ -21,7 +30,28 @@ pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
         Some(error) => error,
         None => Some(NOT_FINISHED.to_string()),
     };
-    let (expectations, verdict) = evaluate(run, &timeline, error.as_deref());
+    let (mut expectations, _) = evaluate(run, &timeline, error.as_deref());
+    let outage = match (ledger, timeline.fault_at_ms) {
+        (Some((_, acks)), Some(fault)) => write_outage(acks, fault),
+        _ => None,
+    };
+    expectations.extend(evaluate_integrity(run, ledger.map(|(r, _)| r), outage, ledger.map_or(0, |(_, a)| a.len())));
+    let verdict = combine(&expectations, error.is_some());
+    let mut metrics = timeline.metrics();
+    if let Some(ms) = outage {
+        metrics.insert("write-outage".to_string(), ms);
+    }
+    let integrity = ledger.map(|(r, _)| IntegrityResult {
+        verdict: r.verdict,
+        summary: r.summary(),
+        records: r.records_valid,
+        writers: r.writers() as u64,
+        acknowledged: r.acks.acknowledged_writes,
+        lost_acknowledged: r.lost_acked.count,
+        corrupt: r.corrupt.count,
+        split_brain: r.split_brain.detected,
+        evidence: r.evidence(),
+    });
     let duration_ms = match (events.first(), events.last()) {
         (Some(first), Some(last)) => last.at_ms.saturating_sub(first.at_ms),
         _ => 0,
@@ -45,10 +75,11 @@ pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
                 at_ms: *at_ms,
             })
             .collect(),
-        metrics: timeline.metrics(),
+        metrics,
         expectations,
         verdict,
         error,
+        integrity,
     }
 }
 
@@ -56,9 +87,14 @@ pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
 /// (runs keep their given order within an experiment). `tool_version` is the bare version,
 /// e.g. `0.1.0`; the report's `tool` is `nodedown <version>`.
 pub fn report(runs: Vec<(PlannedRun, Vec<Event>)>, tool_version: &str) -> Report {
+    report_with(runs.into_iter().map(|(r, e)| (r, e, None)).collect(), tool_version)
+}
+
+/// [`report`] with each run's ledger evidence, when it has any.
+pub fn report_with(runs: Vec<(PlannedRun, Vec<Event>, Option<LedgerEvidence>)>, tool_version: &str) -> Report {
     let mut experiments: Vec<ExperimentResult> = Vec::new();
-    for (run, events) in runs {
-        let result = run_result(&run, &events);
+    for (run, events, ledger) in runs {
+        let result = run_result_with(&run, &events, ledger.as_ref());
         match experiments.iter_mut().find(|e| e.name == run.experiment) {
             Some(exp) => exp.runs.push(result),
             None => experiments.push(ExperimentResult {

@@ -64,6 +64,26 @@ pub struct RunResult {
     /// The harness could not complete the run (then the verdict is Unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The integrity checker's findings (ledger workload only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<IntegrityResult>,
+}
+
+/// What the integrity checker concluded about a run's ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IntegrityResult {
+    pub verdict: Verdict,
+    /// One line for humans.
+    pub summary: String,
+    pub records: u64,
+    pub writers: u64,
+    pub acknowledged: u64,
+    pub lost_acknowledged: u64,
+    pub corrupt: u64,
+    pub split_brain: bool,
+    /// Offsets, sequence numbers, incarnations and nodes behind the verdict.
+    pub evidence: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

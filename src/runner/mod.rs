@@ -13,7 +13,7 @@ use crate::faults::{self, Fault};
 use crate::observe::{self, Recorder, Scope};
 use crate::plan::{self, PlanOptions, PlannedRun};
 use crate::remediation::{self, OUT_OF_SERVICE_KEY};
-use crate::spec::{Experiment, FaultKind, Provider, RemediationSpec};
+use crate::spec::{Experiment, FaultKind, Provider, RemediationSpec, WorkloadKind};
 use crate::timeline::{Event, EventKind};
 use crate::workload;
 use heal::Healer;
@@ -485,6 +485,7 @@ pub async fn run_one(
             image.clone(),
             progress.clone(),
         );
+        let run_dir = dir.to_path_buf();
         let (wtx, wrx) = tokio::sync::oneshot::channel();
         let handle = tokio::spawn(async move {
             execute(
@@ -495,6 +496,7 @@ pub async fn run_one(
                 &run,
                 &image,
                 &progress,
+                &run_dir,
                 wtx,
             )
             .await
@@ -573,6 +575,7 @@ async fn execute(
     run: &PlannedRun,
     image: &(String, bool),
     progress: &Progress,
+    dir: &Path,
     watchers_out: tokio::sync::oneshot::Sender<Vec<tokio::task::JoinHandle<()>>>,
 ) -> Result<(), String> {
     let jrec = |u: Undo| journal.record(u).map_err(|e| format!("journal: {e}"));
@@ -614,6 +617,15 @@ async fn execute(
         recorder.clone(),
     );
     let _ = watchers_out.send(watchers);
+    // The ledger's acknowledgements, polled until just before its file is collected.
+    let target_pod = run.fault.target.node_of.clone();
+    let mut ack_poller = match kind {
+        WorkloadKind::Ledger => Some(AbortOnDrop(
+            observe::spawn_ack_poller(client.clone(), &ns, &target_pod, workload::LEDGER_PORT, &dir.join(ACKS_FILE), recorder.clone())
+                .map_err(|e| format!("creating {ACKS_FILE}: {e}"))?,
+        )),
+        WorkloadKind::Writer => None,
+    };
     let sts: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
     sts.create(
         &PostParams::default(),
@@ -623,7 +635,6 @@ async fn execute(
     .map_err(|e| format!("create StatefulSet: {e}"))?;
 
     // Steady state: the target pod Running and Ready.
-    let target_pod = run.fault.target.node_of.clone();
     progress.step(&format!(
         "steady state: waiting for {target_pod} Running and Ready"
     ));
@@ -693,7 +704,84 @@ async fn execute(
             after_ms: run.timeouts.recovery.as_millis() as u64,
         });
     }
+
+    // Ledger evidence: let the writers write a little longer, stop recording acks, then copy
+    // the ledger (every recorded ack precedes the copy, so each acked record must be in it).
+    if let Some(poller) = ack_poller.take() {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        poller.stop().await;
+        collect_ledger(run, &ns, &target_pod, dir, recorder).await?;
+    }
     Ok(())
+}
+
+/// `acks.jsonl`: the acknowledgements the harness observed (see `observe::acks`).
+pub const ACKS_FILE: &str = "acks.jsonl";
+/// The ledger copied out of the workload's volume after failover.
+pub const LEDGER_COPY: &str = "ledger/ledger.bin";
+
+/// Aborts a task when dropped (on every exit path of the run).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    async fn stop(mut self) {
+        self.0.abort();
+        let _ = (&mut self.0).await;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Copies the ledger file out of the shared storage into the run directory.
+async fn collect_ledger(run: &PlannedRun, ns: &str, pod: &str, dir: &Path, recorder: &Recorder) -> Result<(), String> {
+    if run.workload.storage_class != workload::SHARED_CLASS {
+        recorder.record(EventKind::Note {
+            message: format!(
+                "ledger not collected: storage class {} is not reachable from the harness (only {} is); the integrity verdict will be unknown",
+                run.workload.storage_class,
+                workload::SHARED_CLASS
+            ),
+        });
+        return Ok(());
+    }
+    let source = workload::shared_host_dir()
+        .join(ns)
+        .join(workload::claim_name(pod))
+        .join(crate::workload::ledger::LEDGER_FILE);
+    let target = dir.join(LEDGER_COPY);
+    let (s, t) = (source.clone(), target.clone());
+    let copied = tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(t.parent().expect("has a parent"))?;
+        std::fs::copy(&s, &t)
+    })
+    .await
+    .map_err(|e| format!("copying the ledger: {e}"))?
+    .map_err(|e| format!("copying the ledger {}: {e}", source.display()))?;
+    recorder.record(EventKind::Note { message: format!("ledger collected: {copied} bytes from {}", source.display()) });
+    Ok(())
+}
+
+/// The ledger evidence of a run directory: the checker's report over the collected ledger and
+/// the recorded acks. `None` when the run has no collected ledger.
+pub fn load_ledger(dir: &Path) -> Result<Option<crate::report::assemble::LedgerEvidence>, RunnerError> {
+    let ledger = dir.join(LEDGER_COPY);
+    let acks_path = dir.join(ACKS_FILE);
+    if !ledger.is_file() {
+        return Ok(None);
+    }
+    let acks = match std::fs::File::open(&acks_path) {
+        Ok(f) => crate::integrity::read_acks(std::io::BufReader::new(f))
+            .map_err(|e| RunnerError::Setup(format!("{}: {e}", acks_path.display())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
+        Err(e) => return Err(RunnerError::Io { context: acks_path.display().to_string(), source: e }),
+    };
+    let file = std::fs::File::open(&ledger).map_err(io_err(ledger.display().to_string()))?;
+    let report = crate::integrity::check(std::io::BufReader::new(file), &acks);
+    Ok(Some((report, acks)))
 }
 
 /// The kind cluster a node container belongs to (from its label).

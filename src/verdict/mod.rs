@@ -698,3 +698,80 @@ pub(crate) mod tests {
         assert_eq!(combine(&[], false), Verdict::Unknown);
     }
 }
+
+/// The ledger expectations (`integrity`, `writeOutage`) of a run, from the checker's report and
+/// the measured write outage. `report` is `None` when the run directory holds no ledger
+/// evidence; then every ledger expectation is Unknown.
+pub fn evaluate_integrity(
+    run: &PlannedRun,
+    report: Option<&crate::integrity::IntegrityReport>,
+    outage_ms: Option<u64>,
+    acks: usize,
+) -> Vec<ExpectationResult> {
+    use crate::spec::IntegrityExpectation as Want;
+    let mut out = Vec::new();
+    let missing = "no ledger evidence in the run directory (ledger/ledger.bin and acks.jsonl)";
+    if let Some(want) = run.expect.integrity {
+        let (verdict, actual, evidence) = match report {
+            None => (Verdict::Unknown, "unknown".to_string(), missing.to_string()),
+            Some(r) => {
+                let found = if r.split_brain.detected {
+                    "split-brain"
+                } else if r.lost_acked.count > 0 {
+                    "lost-writes"
+                } else {
+                    match r.verdict {
+                        Verdict::Pass => "pass",
+                        Verdict::Fail => "fail",
+                        Verdict::Unknown => "unknown",
+                    }
+                };
+                let hit = match want {
+                    Want::Pass => r.verdict == Verdict::Pass,
+                    Want::SplitBrain => r.split_brain.detected,
+                    Want::LostWrites => r.lost_acked.count > 0,
+                    Want::Fail => r.verdict == Verdict::Fail,
+                };
+                let verdict = if hit {
+                    Verdict::Pass
+                } else if r.verdict == Verdict::Unknown {
+                    Verdict::Unknown
+                } else {
+                    Verdict::Fail
+                };
+                let evidence = format!("{}\n{}", r.summary(), r.evidence()).trim_end().to_string();
+                (verdict, found.to_string(), evidence)
+            }
+        };
+        out.push(ExpectationResult { name: "integrity".into(), expected: want.as_str().into(), actual, verdict, evidence });
+    }
+    if let Some(bound) = &run.expect.write_outage {
+        let max = bound.max.as_millis() as u64;
+        let expected = format!("<= {}", fmt_duration(bound.max));
+        let r = match outage_ms {
+            Some(ms) => ExpectationResult {
+                name: "writeOutage".into(),
+                expected,
+                actual: fmt_ms(ms),
+                verdict: if ms <= max { Verdict::Pass } else { Verdict::Fail },
+                evidence: format!("last acknowledged write before the fault to the first one after it: {}", fmt_ms(ms)),
+            },
+            None if acks == 0 => ExpectationResult {
+                name: "writeOutage".into(),
+                expected,
+                actual: "unknown".into(),
+                verdict: Verdict::Unknown,
+                evidence: "no acknowledged write was observed at all".into(),
+            },
+            None => ExpectationResult {
+                name: "writeOutage".into(),
+                expected,
+                actual: "absent (no write acknowledged after the fault)".into(),
+                verdict: Verdict::Fail,
+                evidence: format!("{acks} acks observed, none after the fault that advanced the ledger"),
+            },
+        };
+        out.push(r);
+    }
+    out
+}

@@ -66,6 +66,28 @@ pub fn shared_volume(ns: &str, pod: &str, size: &str, run_id: &str) -> Persisten
     .expect("valid PersistentVolume")
 }
 
+/// The port the ledger serves its status on.
+pub const LEDGER_PORT: u16 = 8080;
+
+fn container(kind: WorkloadKind, name: &str, image: &str, pull_never: bool, env: serde_json::Value) -> serde_json::Value {
+    let mut c = json!({
+        "name": name,
+        "image": image,
+        "imagePullPolicy": if pull_never { "Never" } else { "IfNotPresent" },
+        "env": env,
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}]
+    });
+    match kind {
+        WorkloadKind::Writer => c["command"] = json!(["/usr/local/bin/nodedown", "writer", "--dir", "/data"]),
+        WorkloadKind::Ledger => {
+            c["command"] = json!(["/usr/local/bin/nodedown", "ledger", "--dir", "/data", "--port", LEDGER_PORT.to_string()]);
+            c["ports"] = json!([{"name": "status", "containerPort": LEDGER_PORT}]);
+            c["readinessProbe"] = json!({"httpGet": {"path": ledger::status_url_path(), "port": LEDGER_PORT}, "periodSeconds": 1});
+        }
+    }
+    c
+}
+
 /// The StatefulSet under test.
 pub fn statefulset(
     spec: &WorkloadSpec,
@@ -89,14 +111,7 @@ pub fn statefulset(
                 "metadata": {"labels": {"app": name, RUN_LABEL: label_value(run_id)}},
                 "spec": {
                     "terminationGracePeriodSeconds": 5,
-                    "containers": [{
-                        "name": name,
-                        "image": image,
-                        "imagePullPolicy": if pull_never { "Never" } else { "IfNotPresent" },
-                        "command": ["/usr/local/bin/nodedown", "writer", "--dir", "/data"],
-                        "env": env,
-                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]
-                    }]
+                    "containers": [container(spec.kind, name, image, pull_never, env)]
                 }
             },
             "volumeClaimTemplates": [{

@@ -1,0 +1,59 @@
+//! Acknowledgements of the ledger workload: polls the writer's status through the API server's
+//! pod proxy and appends every newly acknowledged sequence number, with its receive time on the
+//! run's clock, to `acks.jsonl`. An ack that could not be observed is not an ack: nothing is
+//! inferred (a partitioned writer's progress is simply not seen).
+
+use super::Recorder;
+use crate::integrity::Ack;
+use crate::workload::ledger::{status_url_path, Status};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the status is polled.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Polls `pod`'s status port in `ns` until aborted, appending acks to `path`.
+pub fn spawn_ack_poller(
+    client: kube::Client,
+    ns: &str,
+    pod: &str,
+    port: u16,
+    path: &Path,
+    recorder: Arc<Recorder>,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let url = format!("/api/v1/namespaces/{ns}/pods/{pod}:{port}/proxy{}", status_url_path());
+    let pod = pod.to_string();
+    Ok(tokio::spawn(async move {
+        // Highest acknowledged seq seen per incarnation (keyed by pod uid and start time).
+        let mut seen: HashMap<(String, u64), u64> = HashMap::new();
+        loop {
+            let request = http::Request::get(&url).body(Vec::new()).expect("valid request");
+            if let Ok(Ok(text)) = tokio::time::timeout(Duration::from_secs(2), client.request_text(request)).await {
+                if let Ok(status) = serde_json::from_str::<Status>(&text) {
+                    let key = (status.incarnation.pod_uid.clone(), status.incarnation.started_ms);
+                    let last = seen.get(&key).copied().unwrap_or(0);
+                    if status.last_durable_seq >= 1 && status.last_durable_seq > last {
+                        seen.insert(key, status.last_durable_seq);
+                        let ack = Ack {
+                            at_ms: recorder.elapsed_ms(),
+                            wall: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+                            pod: pod.clone(),
+                            incarnation: status.incarnation,
+                            seq: status.last_durable_seq,
+                        };
+                        let mut line = serde_json::to_string(&ack).expect("ack serializes");
+                        line.push('\n');
+                        if let Err(e) = file.write_all(line.as_bytes()) {
+                            tracing::error!("cannot append to acks.jsonl: {e}");
+                        }
+                    }
+                }
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
+        }
+    }))
+}
