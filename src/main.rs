@@ -19,7 +19,10 @@ fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    if matches!(cli.command, nodedown::cli::Command::Writer { .. } | nodedown::cli::Command::Ledger { .. }) {
+    if matches!(
+        cli.command,
+        nodedown::cli::Command::Writer { .. } | nodedown::cli::Command::Ledger { .. }
+    ) {
         // The in-container workload needs no async runtime.
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

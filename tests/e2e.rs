@@ -301,54 +301,102 @@ fn sigkill_then_cleanup_heals_the_cluster() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("nothing left to heal"));
 }
 
-fn run_experiment(file: &str, only: &[&str]) -> (std::process::ExitStatus, nodedown::report::Report, tempfile::TempDir) {
+fn run_experiment(
+    file: &str,
+    only: &[&str],
+) -> (
+    std::process::ExitStatus,
+    nodedown::report::Report,
+    tempfile::TempDir,
+) {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
     let mut cmd = nodedown();
-    cmd.args(["run", file, "--cluster-name", &cluster_name(), "--out"]).arg(&dir);
+    cmd.args(["run", file, "--cluster-name", &cluster_name(), "--out"])
+        .arg(&dir);
     for o in only {
         cmd.args(["--only", o]);
     }
     let res = run_ok(&mut cmd);
     let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");
-    (res.status, nodedown::report::json::from_str(&text).unwrap(), out)
+    (
+        res.status,
+        nodedown::report::json::from_str(&text).unwrap(),
+        out,
+    )
 }
 
 #[test]
 fn network_partition_unfenced_taint_is_split_brain_and_fencing_loses_nothing() {
     let _g = lock_cluster();
-    let (status, report, _dir) =
-        run_experiment("experiments/network-partition.yaml", &["oos-taint-unfenced", "oos-taint-fenced"]);
-    assert_eq!(status.code(), Some(0), "both variants meet their expectations");
+    let (status, report, _dir) = run_experiment(
+        "experiments/network-partition.yaml",
+        &["oos-taint-unfenced", "oos-taint-fenced"],
+    );
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "both variants meet their expectations"
+    );
     let runs = &report.experiments[0].runs;
-    let unfenced = runs.iter().find(|r| r.variant == "oos-taint-unfenced").unwrap();
-    let i = unfenced.integrity.as_ref().expect("integrity verdict for the ledger");
+    let unfenced = runs
+        .iter()
+        .find(|r| r.variant == "oos-taint-unfenced")
+        .unwrap();
+    let i = unfenced
+        .integrity
+        .as_ref()
+        .expect("integrity verdict for the ledger");
     assert!(i.split_brain, "{i:?}");
     assert!(i.writers >= 2);
     let old = unfenced.target_node.as_ref().unwrap();
     let new = unfenced.replacement_node.as_ref().unwrap();
     assert_ne!(old, new);
-    assert!(i.evidence.contains(old.as_str()) && i.evidence.contains(new.as_str()), "evidence names both nodes: {}", i.evidence);
-    assert!(i.evidence.matches("ledger-0/").count() >= 2, "evidence names both incarnations: {}", i.evidence);
+    assert!(
+        i.evidence.contains(old.as_str()) && i.evidence.contains(new.as_str()),
+        "evidence names both nodes: {}",
+        i.evidence
+    );
+    assert!(
+        i.evidence.matches("ledger-0/").count() >= 2,
+        "evidence names both incarnations: {}",
+        i.evidence
+    );
 
-    let fenced = runs.iter().find(|r| r.variant == "oos-taint-fenced").unwrap();
+    let fenced = runs
+        .iter()
+        .find(|r| r.variant == "oos-taint-fenced")
+        .unwrap();
     let i = fenced.integrity.as_ref().unwrap();
     assert_eq!(i.verdict, nodedown::report::Verdict::Pass, "{}", i.evidence);
     assert!(!i.split_brain && i.lost_acknowledged == 0);
-    assert!(fenced.metrics.contains_key("write-outage"), "write outage measured: {:?}", fenced.metrics);
+    assert!(
+        fenced.metrics.contains_key("write-outage"),
+        "write outage measured: {:?}",
+        fenced.metrics
+    );
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 
 #[test]
 fn kubelet_stop_force_delete_is_reported_with_integrity_evidence() {
     let _g = lock_cluster();
-    let (status, report, _dir) = run_experiment("experiments/kubelet-stop.yaml", &["force-delete-pod"]);
+    let (status, report, _dir) =
+        run_experiment("experiments/kubelet-stop.yaml", &["force-delete-pod"]);
     let run = &report.experiments[0].runs[0];
     assert_eq!(status.code(), Some(0), "recovered as expected: {run:?}");
     // Whatever happened to the data, it is reported with evidence (the old container kept
     // running with its kubelet stopped, so two writers are the expected finding).
-    let i = run.integrity.as_ref().expect("integrity verdict for the ledger");
+    let i = run
+        .integrity
+        .as_ref()
+        .expect("integrity verdict for the ledger");
     assert!(!i.evidence.is_empty() && i.records > 0, "{i:?}");
-    assert_ne!(i.verdict, nodedown::report::Verdict::Unknown, "{}", i.evidence);
+    assert_ne!(
+        i.verdict,
+        nodedown::report::Verdict::Unknown,
+        "{}",
+        i.evidence
+    );
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }

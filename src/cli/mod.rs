@@ -70,7 +70,11 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Validate(args) => validate::validate(args),
         Command::Cleanup(args) => cleanup::cleanup(args, cli.quiet).await,
         Command::Report(args) => report::report(args),
-        Command::Ledger { dir, port, interval } => {
+        Command::Ledger {
+            dir,
+            port,
+            interval,
+        } => {
             let mut opts = crate::workload::ledger::LedgerOptions::from_env(dir, port);
             opts.interval = interval;
             match crate::workload::ledger::run(opts) {

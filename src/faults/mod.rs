@@ -21,9 +21,15 @@ pub struct Fault {
 
 /// The shell script that cuts `peers` off (both directions, also forwarded pod traffic).
 pub fn partition_script(peers: &[String]) -> String {
-    let mut s = format!("set -e\niptables -w -N {c} 2>/dev/null || iptables -w -F {c}\n", c = PARTITION_CHAIN);
+    let mut s = format!(
+        "set -e\niptables -w -N {c} 2>/dev/null || iptables -w -F {c}\n",
+        c = PARTITION_CHAIN
+    );
     for ip in peers {
-        s.push_str(&format!("iptables -w -A {c} -s {ip} -j DROP\niptables -w -A {c} -d {ip} -j DROP\n", c = PARTITION_CHAIN));
+        s.push_str(&format!(
+            "iptables -w -A {c} -s {ip} -j DROP\niptables -w -A {c} -d {ip} -j DROP\n",
+            c = PARTITION_CHAIN
+        ));
     }
     for chain in ["INPUT", "OUTPUT", "FORWARD"] {
         s.push_str(&format!(
@@ -38,9 +44,15 @@ pub fn partition_script(peers: &[String]) -> String {
 pub fn heal_partition_script() -> String {
     let mut s = String::new();
     for chain in ["INPUT", "OUTPUT", "FORWARD"] {
-        s.push_str(&format!("while iptables -w -D {chain} -j {c} 2>/dev/null; do :; done\n", c = PARTITION_CHAIN));
+        s.push_str(&format!(
+            "while iptables -w -D {chain} -j {c} 2>/dev/null; do :; done\n",
+            c = PARTITION_CHAIN
+        ));
     }
-    s.push_str(&format!("iptables -w -F {c} 2>/dev/null || true\niptables -w -X {c} 2>/dev/null || true\n", c = PARTITION_CHAIN));
+    s.push_str(&format!(
+        "iptables -w -F {c} 2>/dev/null || true\niptables -w -X {c} 2>/dev/null || true\n",
+        c = PARTITION_CHAIN
+    ));
     s
 }
 
@@ -49,25 +61,37 @@ impl Fault {
         match self.kind {
             // Power off: SIGKILL the node container (no shutdown, no goodbye to the API server).
             FaultKind::NodeShutdown => docker.kill(&self.container).await,
-            FaultKind::KubeletStop => {
-                docker.exec(&self.container, &["systemctl", "stop", "kubelet"], None).await.map(|_| ())
-            }
+            FaultKind::KubeletStop => docker
+                .exec(&self.container, &["systemctl", "stop", "kubelet"], None)
+                .await
+                .map(|_| ()),
             FaultKind::NetworkPartition => {
                 let script = partition_script(&self.peers);
-                docker.exec(&self.container, &["sh", "-c", &script], None).await.map(|_| ())
+                docker
+                    .exec(&self.container, &["sh", "-c", &script], None)
+                    .await
+                    .map(|_| ())
             }
         }
     }
 }
 
 /// Heals a fault of `kind` on `container` (the journal holds kind and container).
-pub async fn heal(kind: FaultKind, container: &str, docker: &DockerNodes) -> Result<(), ClusterError> {
+pub async fn heal(
+    kind: FaultKind,
+    container: &str,
+    docker: &DockerNodes,
+) -> Result<(), ClusterError> {
     match kind {
         FaultKind::NodeShutdown => docker.start(container).await,
-        FaultKind::KubeletStop => docker.exec(container, &["systemctl", "start", "kubelet"], None).await.map(|_| ()),
-        FaultKind::NetworkPartition => {
-            docker.exec(container, &["sh", "-c", &heal_partition_script()], None).await.map(|_| ())
-        }
+        FaultKind::KubeletStop => docker
+            .exec(container, &["systemctl", "start", "kubelet"], None)
+            .await
+            .map(|_| ()),
+        FaultKind::NetworkPartition => docker
+            .exec(container, &["sh", "-c", &heal_partition_script()], None)
+            .await
+            .map(|_| ()),
     }
 }
 

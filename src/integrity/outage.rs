@@ -6,7 +6,10 @@ use super::Ack;
 /// `None` when there was no ack before the fault or none after it (the outage never ended
 /// while the harness watched: then it is not a number).
 pub fn write_outage(acks: &[Ack], fault_at_ms: u64) -> Option<u64> {
-    let before = acks.iter().filter(|a| a.seq >= 1 && a.at_ms <= fault_at_ms).max_by_key(|a| a.at_ms)?;
+    let before = acks
+        .iter()
+        .filter(|a| a.seq >= 1 && a.at_ms <= fault_at_ms)
+        .max_by_key(|a| a.at_ms)?;
     let after = acks
         .iter()
         .filter(|a| a.seq >= 1 && a.at_ms > fault_at_ms)
@@ -32,12 +35,25 @@ mod tests {
 
     #[test]
     fn outage_spans_last_ack_before_to_first_new_ack_after() {
-        let acks = vec![ack(100, "a", 5), ack(900, "a", 9), ack(20_000, "b", 10), ack(20_200, "b", 12)];
+        let acks = vec![
+            ack(100, "a", 5),
+            ack(900, "a", 9),
+            ack(20_000, "b", 10),
+            ack(20_200, "b", 12),
+        ];
         assert_eq!(write_outage(&acks, 1000), Some(19_100));
         // a repeated poll of the old writer's last seq after the fault does not end the outage
         let acks2 = vec![ack(900, "a", 9), ack(1500, "a", 9), ack(5000, "b", 10)];
         assert_eq!(write_outage(&acks2, 1000), Some(4100));
-        assert_eq!(write_outage(&acks[..2], 1000), None, "never acknowledged again");
-        assert_eq!(write_outage(&acks[2..], 1000), None, "nothing before the fault");
+        assert_eq!(
+            write_outage(&acks[..2], 1000),
+            None,
+            "never acknowledged again"
+        );
+        assert_eq!(
+            write_outage(&acks[2..], 1000),
+            None,
+            "nothing before the fault"
+        );
     }
 }

@@ -24,23 +24,37 @@ pub fn spawn_ack_poller(
     path: &Path,
     recorder: Arc<Recorder>,
 ) -> std::io::Result<tokio::task::JoinHandle<()>> {
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    let url = format!("/api/v1/namespaces/{ns}/pods/{pod}:{port}/proxy{}", status_url_path());
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    let url = format!(
+        "/api/v1/namespaces/{ns}/pods/{pod}:{port}/proxy{}",
+        status_url_path()
+    );
     let pod = pod.to_string();
     Ok(tokio::spawn(async move {
         // Highest acknowledged seq seen per incarnation (keyed by pod uid and start time).
         let mut seen: HashMap<(String, u64), u64> = HashMap::new();
         loop {
-            let request = http::Request::get(&url).body(Vec::new()).expect("valid request");
-            if let Ok(Ok(text)) = tokio::time::timeout(Duration::from_secs(2), client.request_text(request)).await {
+            let request = http::Request::get(&url)
+                .body(Vec::new())
+                .expect("valid request");
+            if let Ok(Ok(text)) =
+                tokio::time::timeout(Duration::from_secs(2), client.request_text(request)).await
+            {
                 if let Ok(status) = serde_json::from_str::<Status>(&text) {
-                    let key = (status.incarnation.pod_uid.clone(), status.incarnation.started_ms);
+                    let key = (
+                        status.incarnation.pod_uid.clone(),
+                        status.incarnation.started_ms,
+                    );
                     let last = seen.get(&key).copied().unwrap_or(0);
                     if status.last_durable_seq >= 1 && status.last_durable_seq > last {
                         seen.insert(key, status.last_durable_seq);
                         let ack = Ack {
                             at_ms: recorder.elapsed_ms(),
-                            wall: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+                            wall: humantime::format_rfc3339_millis(std::time::SystemTime::now())
+                                .to_string(),
                             pod: pod.clone(),
                             incarnation: status.incarnation,
                             seq: status.last_durable_seq,

@@ -20,7 +20,11 @@ pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
 pub type LedgerEvidence = (IntegrityReport, Vec<Ack>);
 
 /// [`run_result`] with the run's ledger evidence, when it has any.
-pub fn run_result_with(run: &PlannedRun, events: &[Event], ledger: Option<&LedgerEvidence>) -> RunResult {
+pub fn run_result_with(
+    run: &PlannedRun,
+    events: &[Event],
+    ledger: Option<&LedgerEvidence>,
+) -> RunResult {
     let timeline = analyze(events);
     let finished = events.iter().rev().find_map(|e| match &e.what {
         EventKind::RunFinished { error } => Some(error.clone()),
@@ -35,7 +39,12 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledger: Option<&Ledge
         (Some((_, acks)), Some(fault)) => write_outage(acks, fault),
         _ => None,
     };
-    expectations.extend(evaluate_integrity(run, ledger.map(|(r, _)| r), outage, ledger.map_or(0, |(_, a)| a.len())));
+    expectations.extend(evaluate_integrity(
+        run,
+        ledger.map(|(r, _)| r),
+        outage,
+        ledger.map_or(0, |(_, a)| a.len()),
+    ));
     let verdict = combine(&expectations, error.is_some());
     let mut metrics = timeline.metrics();
     if let Some(ms) = outage {
@@ -87,11 +96,17 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledger: Option<&Ledge
 /// (runs keep their given order within an experiment). `tool_version` is the bare version,
 /// e.g. `0.1.0`; the report's `tool` is `nodedown <version>`.
 pub fn report(runs: Vec<(PlannedRun, Vec<Event>)>, tool_version: &str) -> Report {
-    report_with(runs.into_iter().map(|(r, e)| (r, e, None)).collect(), tool_version)
+    report_with(
+        runs.into_iter().map(|(r, e)| (r, e, None)).collect(),
+        tool_version,
+    )
 }
 
 /// [`report`] with each run's ledger evidence, when it has any.
-pub fn report_with(runs: Vec<(PlannedRun, Vec<Event>, Option<LedgerEvidence>)>, tool_version: &str) -> Report {
+pub fn report_with(
+    runs: Vec<(PlannedRun, Vec<Event>, Option<LedgerEvidence>)>,
+    tool_version: &str,
+) -> Report {
     let mut experiments: Vec<ExperimentResult> = Vec::new();
     for (run, events, ledger) in runs {
         let result = run_result_with(&run, &events, ledger.as_ref());

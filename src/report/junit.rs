@@ -118,6 +118,15 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
             props.push((name.into(), v.clone()));
         }
     }
+    if let Some(i) = &run.integrity {
+        props.push(("integrity".into(), verdict_word(i.verdict).into()));
+        props.push(("integrity.split-brain".into(), i.split_brain.to_string()));
+        props.push((
+            "integrity.lost-acknowledged".into(),
+            i.lost_acknowledged.to_string(),
+        ));
+        props.push(("integrity.summary".into(), i.summary.clone()));
+    }
     for p in &run.phases {
         props.push((format!("phase.{}", p.name), p.at_ms.to_string()));
     }
@@ -158,6 +167,12 @@ fn system_out(run: &RunResult) -> String {
         out.push_str("phases (from the fault):\n");
         for p in &run.phases {
             out.push_str(&format!("  {:>8}  {}\n", fmt_ms(p.at_ms), p.name));
+        }
+    }
+    if let Some(i) = &run.integrity {
+        out.push_str(&format!("integrity ({}):\n", verdict_word(i.verdict)));
+        for l in i.evidence.lines() {
+            out.push_str(&format!("  {l}\n"));
         }
     }
     if run.expectations.is_empty() {

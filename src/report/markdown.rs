@@ -72,6 +72,48 @@ pub fn render(report: &Report) -> String {
     out
 }
 
+/// What the checker found in each run of a variant: `split brain`, `lost writes`, `pass`, ...
+fn integrity_cell(runs: &[&RunResult]) -> String {
+    let mut found: Vec<(String, usize)> = Vec::new();
+    for r in runs {
+        let word = match &r.integrity {
+            None => "—".to_string(),
+            Some(i) if i.split_brain => "❌ split brain".to_string(),
+            Some(i) if i.lost_acknowledged > 0 => format!("❌ {} lost writes", i.lost_acknowledged),
+            Some(i) if i.corrupt > 0 => "❌ corrupt".to_string(),
+            Some(i) => format!("{} {}", icon(i.verdict), verdict_word(i.verdict)),
+        };
+        match found.iter_mut().find(|(w, _)| *w == word) {
+            Some((_, n)) => *n += 1,
+            None => found.push((word, 1)),
+        }
+    }
+    let n = runs.len();
+    found
+        .into_iter()
+        .map(|(w, k)| if k == n { w } else { format!("{w} [{k}/{n}]") })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The median write outage of a variant's runs (`—` when none was measured).
+fn outage_cell(runs: &[&RunResult]) -> String {
+    let mut v: Vec<u64> = runs
+        .iter()
+        .filter_map(|r| r.metrics.get("write-outage").copied())
+        .collect();
+    if v.is_empty() {
+        return "—".into();
+    }
+    v.sort_unstable();
+    let median = fmt_ms(v[v.len() / 2]);
+    if v.len() < runs.len() {
+        format!("{median} [{}/{}]", v.len(), runs.len())
+    } else {
+        median
+    }
+}
+
 fn experiment(out: &mut String, exp: &ExperimentResult) {
     let _ = writeln!(out, "\n### {}\n", cell(&exp.name));
     let _ = writeln!(out, "`{}`\n", exp.file.replace('`', "'"));
@@ -80,6 +122,12 @@ fn experiment(out: &mut String, exp: &ExperimentResult) {
     for m in COLUMNS {
         let _ = write!(header, " {} |", m.name());
         rule.push_str("--:|");
+    }
+    // Ledger experiments: the integrity verdict and the write outage too.
+    let ledger = exp.runs.iter().any(|r| r.integrity.is_some());
+    if ledger {
+        header.push_str(" integrity | write-outage |");
+        rule.push_str("---|--:|");
     }
     let _ = writeln!(out, "{header}\n{rule}");
 
@@ -100,6 +148,9 @@ fn experiment(out: &mut String, exp: &ExperimentResult) {
         );
         for m in COLUMNS {
             let _ = write!(row, " {} |", aggregate(&runs, m));
+        }
+        if ledger {
+            let _ = write!(row, " {} | {} |", integrity_cell(&runs), outage_cell(&runs));
         }
         let _ = writeln!(out, "{row}");
     }

@@ -70,14 +70,29 @@ impl Healer {
             }
         };
         match undo {
-            Undo::HealFault { fault, container, node } => {
-                let docker = self.docker.as_ref().ok_or("no Docker access to the node container")?;
-                faults::heal(*fault, container, docker).await.map_err(|e| e.to_string())?;
+            Undo::HealFault {
+                fault,
+                container,
+                node,
+            } => {
+                let docker = self
+                    .docker
+                    .as_ref()
+                    .ok_or("no Docker access to the node container")?;
+                faults::heal(*fault, container, docker)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 note(EventKind::Note {
-                    message: format!("{} undone on {container}; waiting for {node} Ready", fault.as_str()),
+                    message: format!(
+                        "{} undone on {container}; waiting for {node} Ready",
+                        fault.as_str()
+                    ),
                 });
                 wait_node_ready(&nodes, node, self.node_timeout).await?;
-                note(EventKind::FaultHealed { fault: fault.as_str().into(), node: node.clone() });
+                note(EventKind::FaultHealed {
+                    fault: fault.as_str().into(),
+                    node: node.clone(),
+                });
                 Ok(())
             }
             Undo::RestoreNode { node, object } => {
@@ -124,9 +139,17 @@ impl Healer {
                 let api: Api<Namespace> = Api::all(self.client.clone());
                 ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))?;
                 let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
-                while api.get_opt(name).await.map_err(|e| e.to_string())?.is_some() {
+                while api
+                    .get_opt(name)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .is_some()
+                {
                     if tokio::time::Instant::now() >= deadline {
-                        return Err(format!("namespace {name} still terminating after {}s", NAMESPACE_TIMEOUT.as_secs()));
+                        return Err(format!(
+                            "namespace {name} still terminating after {}s",
+                            NAMESPACE_TIMEOUT.as_secs()
+                        ));
                     }
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }

@@ -621,8 +621,15 @@ async fn execute(
     let target_pod = run.fault.target.node_of.clone();
     let mut ack_poller = match kind {
         WorkloadKind::Ledger => Some(AbortOnDrop(
-            observe::spawn_ack_poller(client.clone(), &ns, &target_pod, workload::LEDGER_PORT, &dir.join(ACKS_FILE), recorder.clone())
-                .map_err(|e| format!("creating {ACKS_FILE}: {e}"))?,
+            observe::spawn_ack_poller(
+                client.clone(),
+                &ns,
+                &target_pod,
+                workload::LEDGER_PORT,
+                &dir.join(ACKS_FILE),
+                recorder.clone(),
+            )
+            .map_err(|e| format!("creating {ACKS_FILE}: {e}"))?,
         )),
         WorkloadKind::Writer => None,
     };
@@ -661,17 +668,43 @@ async fn execute(
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // Inject.
-    let docker = docker.ok_or("faults need Docker access to the node containers (kind provider)")?;
+    let docker =
+        docker.ok_or("faults need Docker access to the node containers (kind provider)")?;
     let cluster_label = recorder_cluster_name(docker, &node).await?;
-    let container = docker.node_container(&cluster_label, &node).await.map_err(|e| e.to_string())?;
-    let peers = if run.fault.kind == FaultKind::NetworkPartition { peer_addresses(client, &node).await? } else { vec![] };
-    let fault = Fault { kind: run.fault.kind, node: node.clone(), container: container.clone(), peers };
+    let container = docker
+        .node_container(&cluster_label, &node)
+        .await
+        .map_err(|e| e.to_string())?;
+    let peers = if run.fault.kind == FaultKind::NetworkPartition {
+        peer_addresses(client, &node).await?
+    } else {
+        vec![]
+    };
+    let fault = Fault {
+        kind: run.fault.kind,
+        node: node.clone(),
+        container: container.clone(),
+        peers,
+    };
     progress.step(&format!("inject: {} on {node}", run.fault.kind.as_str()));
-    jrec(Undo::HealFault { fault: run.fault.kind, container: container.clone(), node: node.clone() })?;
-    recorder.record(EventKind::FaultInjecting { fault: run.fault.kind.as_str().into(), node: node.clone() });
-    fault.apply(docker).await.map_err(|e| format!("inject {}: {e}", run.fault.kind.as_str()))?;
+    jrec(Undo::HealFault {
+        fault: run.fault.kind,
+        container: container.clone(),
+        node: node.clone(),
+    })?;
+    recorder.record(EventKind::FaultInjecting {
+        fault: run.fault.kind.as_str().into(),
+        node: node.clone(),
+    });
+    fault
+        .apply(docker)
+        .await
+        .map_err(|e| format!("inject {}: {e}", run.fault.kind.as_str()))?;
     let fault_at = Instant::now();
-    recorder.record(EventKind::FaultInjected { fault: run.fault.kind.as_str().into(), node: node.clone() });
+    recorder.record(EventKind::FaultInjected {
+        fault: run.fault.kind.as_str().into(),
+        node: node.clone(),
+    });
     let recovery_deadline = fault_at + run.timeouts.recovery;
 
     // Remediate, `after` the node is seen NotReady.
@@ -685,11 +718,20 @@ async fn execute(
             tokio::time::sleep_until((Instant::now() + after).min(recovery_deadline)).await;
             if Instant::now() < recovery_deadline {
                 progress.step(&format!("remediate: {}", run.remediation.name()));
-                let target = Target { ns: &ns, pod: &target_pod, node: &node, container: &container };
+                let target = Target {
+                    ns: &ns,
+                    pod: &target_pod,
+                    node: &node,
+                    container: &container,
+                };
                 remediate(client, docker, journal, recorder, &run.remediation, &target).await?;
             }
         } else {
-            recorder.record(EventKind::Note { message: format!("{node} was not seen NotReady within the recovery timeout; no remediation") });
+            recorder.record(EventKind::Note {
+                message: format!(
+                    "{node} was not seen NotReady within the recovery timeout; no remediation"
+                ),
+            });
         }
     }
 
@@ -737,7 +779,13 @@ impl Drop for AbortOnDrop {
 }
 
 /// Copies the ledger file out of the shared storage into the run directory.
-async fn collect_ledger(run: &PlannedRun, ns: &str, pod: &str, dir: &Path, recorder: &Recorder) -> Result<(), String> {
+async fn collect_ledger(
+    run: &PlannedRun,
+    ns: &str,
+    pod: &str,
+    dir: &Path,
+    recorder: &Recorder,
+) -> Result<(), String> {
     if run.workload.storage_class != workload::SHARED_CLASS {
         recorder.record(EventKind::Note {
             message: format!(
@@ -761,13 +809,17 @@ async fn collect_ledger(run: &PlannedRun, ns: &str, pod: &str, dir: &Path, recor
     .await
     .map_err(|e| format!("copying the ledger: {e}"))?
     .map_err(|e| format!("copying the ledger {}: {e}", source.display()))?;
-    recorder.record(EventKind::Note { message: format!("ledger collected: {copied} bytes from {}", source.display()) });
+    recorder.record(EventKind::Note {
+        message: format!("ledger collected: {copied} bytes from {}", source.display()),
+    });
     Ok(())
 }
 
 /// The ledger evidence of a run directory: the checker's report over the collected ledger and
 /// the recorded acks. `None` when the run has no collected ledger.
-pub fn load_ledger(dir: &Path) -> Result<Option<crate::report::assemble::LedgerEvidence>, RunnerError> {
+pub fn load_ledger(
+    dir: &Path,
+) -> Result<Option<crate::report::assemble::LedgerEvidence>, RunnerError> {
     let ledger = dir.join(LEDGER_COPY);
     let acks_path = dir.join(ACKS_FILE);
     if !ledger.is_file() {
@@ -777,7 +829,12 @@ pub fn load_ledger(dir: &Path) -> Result<Option<crate::report::assemble::LedgerE
         Ok(f) => crate::integrity::read_acks(std::io::BufReader::new(f))
             .map_err(|e| RunnerError::Setup(format!("{}: {e}", acks_path.display())))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
-        Err(e) => return Err(RunnerError::Io { context: acks_path.display().to_string(), source: e }),
+        Err(e) => {
+            return Err(RunnerError::Io {
+                context: acks_path.display().to_string(),
+                source: e,
+            })
+        }
     };
     let file = std::fs::File::open(&ledger).map_err(io_err(ledger.display().to_string()))?;
     let report = crate::integrity::check(std::io::BufReader::new(file), &acks);
@@ -802,7 +859,10 @@ struct Target<'a> {
 /// The InternalIP of every other node: what a partition cuts the node off from.
 async fn peer_addresses(client: &Client, node: &str) -> Result<Vec<String>, String> {
     let nodes: Api<Node> = Api::all(client.clone());
-    let list = nodes.list(&ListParams::default()).await.map_err(|e| format!("list nodes: {e}"))?;
+    let list = nodes
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("list nodes: {e}"))?;
     Ok(list
         .items
         .iter()
@@ -842,9 +902,14 @@ async fn remediate(
                         node: node.into(),
                     })
                     .map_err(|e| e.to_string())?;
-                faults::fence(target.container, docker).await.map_err(|e| format!("fence {node}: {e}"))?;
+                faults::fence(target.container, docker)
+                    .await
+                    .map_err(|e| format!("fence {node}: {e}"))?;
                 recorder.record(EventKind::Note {
-                    message: format!("fenced: node container {} killed and confirmed off", target.container),
+                    message: format!(
+                        "fenced: node container {} killed and confirmed off",
+                        target.container
+                    ),
                 });
             }
             journal

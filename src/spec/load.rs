@@ -1060,7 +1060,10 @@ fn validate(exp: &Experiment, file: &Path, keys: &KeyMap) -> Result<(), SpecErro
     for run in &runs {
         check.effective(run)?;
         if exp.workload.kind != WorkloadKind::Ledger {
-            for (set, key) in [(run.expect.integrity.is_some(), "integrity"), (run.expect.write_outage.is_some(), "writeOutage")] {
+            for (set, key) in [
+                (run.expect.integrity.is_some(), "integrity"),
+                (run.expect.write_outage.is_some(), "writeOutage"),
+            ] {
                 if set {
                     return Err(check.fail(
                         &format!("{}.{key}", run.expect_path),
@@ -1823,7 +1826,7 @@ mod tests {
         assert_eq!(e.kind(), Some(SpecErrorKind::UnknownValue));
         assert!(
             e.to_string().contains(
-                "unknown value `node-reboot`; the only accepted value is `node-shutdown`"
+                "unknown value `node-reboot`; accepted values: `node-shutdown`, `kubelet-stop`, `network-partition`"
             ),
             "{e}"
         );

@@ -739,11 +739,19 @@ pub fn evaluate_integrity(
                 } else {
                     Verdict::Fail
                 };
-                let evidence = format!("{}\n{}", r.summary(), r.evidence()).trim_end().to_string();
+                let evidence = format!("{}\n{}", r.summary(), r.evidence())
+                    .trim_end()
+                    .to_string();
                 (verdict, found.to_string(), evidence)
             }
         };
-        out.push(ExpectationResult { name: "integrity".into(), expected: want.as_str().into(), actual, verdict, evidence });
+        out.push(ExpectationResult {
+            name: "integrity".into(),
+            expected: want.as_str().into(),
+            actual,
+            verdict,
+            evidence,
+        });
     }
     if let Some(bound) = &run.expect.write_outage {
         let max = bound.max.as_millis() as u64;
@@ -753,8 +761,15 @@ pub fn evaluate_integrity(
                 name: "writeOutage".into(),
                 expected,
                 actual: fmt_ms(ms),
-                verdict: if ms <= max { Verdict::Pass } else { Verdict::Fail },
-                evidence: format!("last acknowledged write before the fault to the first one after it: {}", fmt_ms(ms)),
+                verdict: if ms <= max {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail
+                },
+                evidence: format!(
+                    "last acknowledged write before the fault to the first one after it: {}",
+                    fmt_ms(ms)
+                ),
             },
             None if acks == 0 => ExpectationResult {
                 name: "writeOutage".into(),
@@ -768,7 +783,9 @@ pub fn evaluate_integrity(
                 expected,
                 actual: "absent (no write acknowledged after the fault)".into(),
                 verdict: Verdict::Fail,
-                evidence: format!("{acks} acks observed, none after the fault that advanced the ledger"),
+                evidence: format!(
+                    "{acks} acks observed, none after the fault that advanced the ledger"
+                ),
             },
         };
         out.push(r);

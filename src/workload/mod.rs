@@ -69,7 +69,13 @@ pub fn shared_volume(ns: &str, pod: &str, size: &str, run_id: &str) -> Persisten
 /// The port the ledger serves its status on.
 pub const LEDGER_PORT: u16 = 8080;
 
-fn container(kind: WorkloadKind, name: &str, image: &str, pull_never: bool, env: serde_json::Value) -> serde_json::Value {
+fn container(
+    kind: WorkloadKind,
+    name: &str,
+    image: &str,
+    pull_never: bool,
+    env: serde_json::Value,
+) -> serde_json::Value {
     let mut c = json!({
         "name": name,
         "image": image,
@@ -78,9 +84,18 @@ fn container(kind: WorkloadKind, name: &str, image: &str, pull_never: bool, env:
         "volumeMounts": [{"name": "data", "mountPath": "/data"}]
     });
     match kind {
-        WorkloadKind::Writer => c["command"] = json!(["/usr/local/bin/nodedown", "writer", "--dir", "/data"]),
+        WorkloadKind::Writer => {
+            c["command"] = json!(["/usr/local/bin/nodedown", "writer", "--dir", "/data"])
+        }
         WorkloadKind::Ledger => {
-            c["command"] = json!(["/usr/local/bin/nodedown", "ledger", "--dir", "/data", "--port", LEDGER_PORT.to_string()]);
+            c["command"] = json!([
+                "/usr/local/bin/nodedown",
+                "ledger",
+                "--dir",
+                "/data",
+                "--port",
+                LEDGER_PORT.to_string()
+            ]);
             c["ports"] = json!([{"name": "status", "containerPort": LEDGER_PORT}]);
             c["readinessProbe"] = json!({"httpGet": {"path": ledger::status_url_path(), "port": LEDGER_PORT}, "periodSeconds": 1});
         }
