@@ -594,14 +594,14 @@ async fn execute(
         .map_err(|e| format!("create namespace {ns}: {e}"))?;
     if run.workload.storage_class == workload::SHARED_CLASS {
         let pvs: Api<PersistentVolume> = Api::all(client.clone());
+        jrec(Undo::RemoveDir {
+            path: workload::shared_host_dir().join(&ns),
+        })?;
         for i in 0..run.workload.replicas {
             let pod = format!("{}-{i}", workload::app_name(kind));
             let pv = workload::shared_volume(&ns, &pod, &run.workload.size, &run.id);
             let name = pv.metadata.name.clone().unwrap_or_default();
             jrec(Undo::DeletePersistentVolume { name: name.clone() })?;
-            jrec(Undo::RemoveDir {
-                path: workload::shared_host_dir().join(&ns),
-            })?;
             pvs.create(&PostParams::default(), &pv)
                 .await
                 .map_err(|e| format!("create PersistentVolume {name}: {e}"))?;
@@ -670,7 +670,7 @@ async fn execute(
     // Inject.
     let docker =
         docker.ok_or("faults need Docker access to the node containers (kind provider)")?;
-    let cluster_label = recorder_cluster_name(docker, &node).await?;
+    let cluster_label = kind_cluster_of(docker, &node).await?;
     let container = docker
         .node_container(&cluster_label, &node)
         .await
@@ -842,7 +842,7 @@ pub fn load_ledger(
 }
 
 /// The kind cluster a node container belongs to (from its label).
-async fn recorder_cluster_name(docker: &DockerNodes, node: &str) -> Result<String, String> {
+async fn kind_cluster_of(docker: &DockerNodes, node: &str) -> Result<String, String> {
     docker.cluster_of(node).await.map_err(|e| {
         format!("node {node} is not a kind node container this harness can reach: {e}")
     })
