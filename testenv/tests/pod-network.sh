@@ -11,23 +11,7 @@
 set -euo pipefail
 
 ctx=${1:-kind-nodedown}
-k() { kubectl --context "$ctx" "$@"; }
-
-t0=${EPOCHREALTIME/./}
-log() {
-  local us=$(( ${EPOCHREALTIME/./} - t0 ))
-  printf '[%4d.%01ds] %s\n' $((us / 1000000)) $((us % 1000000 / 100000)) "$*"
-}
-fail() { log "FAIL: $*"; exit 1; }
-# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every second until it succeeds
-wait_for() {
-  local timeout=$1 what=$2; shift 2
-  local deadline=$(( SECONDS + timeout ))
-  until "$@"; do
-    [ "$SECONDS" -lt "$deadline" ] || { fail "timed out after ${timeout}s waiting for $what"; return 1; }
-    sleep 1
-  done
-}
+. "$(dirname "$0")/lib.sh"
 
 ns=testenv-podnet-$(printf '%04x%04x' $RANDOM $RANDOM)
 token=token-$(printf '%04x%04x%04x%04x' $RANDOM $RANDOM $RANDOM $RANDOM)
