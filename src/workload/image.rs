@@ -58,8 +58,14 @@ pub fn parse_ldd(text: &str) -> Vec<String> {
 
 /// Writes the archive; returns the image reference (`nodedown.local/nodedown:<digest12>`).
 pub fn write_archive(files: &[(String, PathBuf)], out: &Path) -> Result<String, ImageError> {
-    // The one layer, deterministic (mtime 0, sorted).
-    let mut layer = tar::Builder::new(Vec::new());
+    // The one layer, deterministic (mtime 0, sorted), streamed to a temporary file and hashed
+    // on the way (the executable can be tens of MB: never held in memory).
+    let layer_path = out.with_extension("layer.tmp");
+    let layer_file = std::fs::File::create(&layer_path)?;
+    let mut layer = tar::Builder::new(HashingWriter {
+        inner: std::io::BufWriter::new(layer_file),
+        hasher: Sha256::new(),
+    });
     let mut dirs = std::collections::BTreeSet::new();
     let mut sorted = files.to_vec();
     sorted.sort();
@@ -87,18 +93,21 @@ pub fn write_archive(files: &[(String, PathBuf)], out: &Path) -> Result<String, 
         layer.append_data(&mut h, d, std::io::empty())?;
     }
     for (inner, host) in &sorted {
-        let data = std::fs::read(host).map_err(|source| ImageError::Read {
+        let read_err = |source| ImageError::Read {
             path: host.clone(),
             source,
-        })?;
+        };
+        let data = std::fs::File::open(host).map_err(read_err)?;
+        let len = data.metadata().map_err(read_err)?.len();
         let mut h = tar::Header::new_gnu();
         h.set_mode(0o755);
         h.set_mtime(0);
-        h.set_size(data.len() as u64);
-        layer.append_data(&mut h, inner, data.as_slice())?;
+        h.set_size(len);
+        layer.append_data(&mut h, inner, data)?;
     }
-    let layer = layer.into_inner()?;
-    let layer_digest = hex(&Sha256::digest(&layer));
+    let mut hashed = layer.into_inner()?;
+    hashed.inner.flush()?;
+    let layer_digest = hex(&hashed.hasher.finalize());
     let config = serde_json::json!({
         "architecture": "amd64", "os": "linux",
         "config": {"Env": ["PATH=/usr/local/bin:/usr/bin:/bin"], "Entrypoint": ["/usr/local/bin/nodedown"], "WorkingDir": "/"},
@@ -115,8 +124,14 @@ pub fn write_archive(files: &[(String, PathBuf)], out: &Path) -> Result<String, 
     .to_string();
     let file = std::fs::File::create(out)?;
     let mut archive = tar::Builder::new(std::io::BufWriter::new(file));
+    let layer_data = std::fs::File::open(&layer_path)?;
+    let mut h = tar::Header::new_gnu();
+    h.set_mode(0o644);
+    h.set_mtime(0);
+    h.set_size(layer_data.metadata()?.len());
+    archive.append_data(&mut h, format!("{layer_digest}/layer.tar"), layer_data)?;
+    let _ = std::fs::remove_file(&layer_path);
     for (name, data) in [
-        (format!("{layer_digest}/layer.tar"), layer.as_slice()),
         (format!("{config_digest}.json"), config.as_bytes()),
         ("manifest.json".to_string(), manifest.as_bytes()),
     ] {
@@ -128,6 +143,23 @@ pub fn write_archive(files: &[(String, PathBuf)], out: &Path) -> Result<String, 
     }
     archive.into_inner()?.flush()?;
     Ok(reference)
+}
+
+/// Writes through to `inner` and hashes what was written.
+struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
