@@ -61,23 +61,6 @@ impl DockerNodes {
         Ok(names)
     }
 
-    /// The container of a Node: kind names each node container after its node.
-    pub async fn node_container(&self, cluster: &str, node: &str) -> Result<String, ClusterError> {
-        if self
-            .cluster_containers(cluster)
-            .await?
-            .iter()
-            .any(|c| c == node)
-        {
-            Ok(node.to_string())
-        } else {
-            Err(ClusterError::NoContainer {
-                node: node.to_string(),
-                cluster: cluster.to_string(),
-            })
-        }
-    }
-
     pub async fn is_running(&self, container: &str) -> Result<bool, ClusterError> {
         let info = self.docker.inspect_container(container, None).await?;
         Ok(info.state.and_then(|s| s.running).unwrap_or(false))

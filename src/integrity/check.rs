@@ -298,7 +298,7 @@ pub fn check_with(ledger: impl Read, acks: &[Ack], opts: &CheckOptions) -> Integ
 }
 
 /// Fills `buf` unless the reader ends first; returns the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
         match r.read(&mut buf[filled..]) {

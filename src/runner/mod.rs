@@ -670,11 +670,9 @@ async fn execute(
     // Inject.
     let docker =
         docker.ok_or("faults need Docker access to the node containers (kind provider)")?;
-    let cluster_label = kind_cluster_of(docker, &node).await?;
-    let container = docker
-        .node_container(&cluster_label, &node)
-        .await
-        .map_err(|e| e.to_string())?;
+    // kind names each node container after its node; the label lookup proves it is one.
+    kind_cluster_of(docker, &node).await?;
+    let container = node.clone();
     let peers = if run.fault.kind == FaultKind::NetworkPartition {
         peer_addresses(client, &node).await?
     } else {

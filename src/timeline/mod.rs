@@ -3,3 +3,7 @@ mod event;
 pub use event::*;
 mod phases;
 pub use phases::*;
+
+/// Recorded events.jsonl fixtures and their parser, shared by the pure modules' tests.
+#[cfg(test)]
+pub(crate) use phases::tests as fixtures;

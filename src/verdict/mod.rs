@@ -340,22 +340,10 @@ pub(crate) mod tests {
     use crate::timeline::{analyze, Event, EventKind};
     use std::path::PathBuf;
 
-    pub(crate) const OOS_TAINT: &str = include_str!("../../tests/fixtures/events/oos-taint.jsonl");
-    pub(crate) const NONE_TIMEOUT: &str =
-        include_str!("../../tests/fixtures/events/none-timeout.jsonl");
-    pub(crate) const FORCE_DELETE: &str =
-        include_str!("../../tests/fixtures/events/force-delete.jsonl");
-
-    /// Parses an events.jsonl text; panics with the line number on a bad line.
-    pub(crate) fn events(text: &str) -> Vec<Event> {
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("line {}: {e}: {l}", i + 1))
-            })
-            .collect()
-    }
+    // The recorded event fixtures and their parser live with the timeline's tests.
+    pub(crate) use crate::timeline::fixtures::{
+        parse as events, FORCE_DELETE, NONE_TIMEOUT, OOS_TAINT,
+    };
 
     pub(crate) fn secs(s: u64) -> Duration {
         Duration::from_secs(s)

@@ -184,7 +184,7 @@ pub fn recover(path: &Path, tag: u64) -> std::io::Result<Recovery> {
         let mut buf = [0u8; RECORD_LEN];
         let mut offset = 0u64;
         loop {
-            let n = read_full(&mut reader, &mut buf)?;
+            let n = crate::integrity::check::read_full(&mut reader, &mut buf)?;
             if n < RECORD_LEN {
                 break;
             }
@@ -243,19 +243,6 @@ pub fn recover(path: &Path, tag: u64) -> std::io::Result<Recovery> {
         file.sync_all()?;
     }
     Ok(rec)
-}
-
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match r.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 /// Appends records durably. One per ledger file at a time (that is what the checker verifies).
