@@ -75,8 +75,8 @@ fn main() {
     let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
 
     let (mut applied, mut seen, mut gap, mut running) = (vec![], vec![], vec![], vec![]);
-    for dir in nodedown::runner::run_dirs(Path::new(&out)) {
-        let (_, events) = nodedown::runner::load_run(&dir).expect("run dir");
+    for dir in nodedown::store::run_dirs(Path::new(&out)) {
+        let (_, events) = nodedown::store::load_run(&dir).expect("run dir");
         let tl = nodedown::timeline::analyze(&events);
         let Some(target) = tl.target_node.clone() else {
             continue;
@@ -88,7 +88,7 @@ fn main() {
         let after = &events[fault..];
         let find = |f: &dyn Fn(&Event) -> bool| after.iter().find(|e| f(e)).map(|e| e.at_ms as f64);
         let not_ready = find(
-            &|e| matches!(&e.what, EventKind::NodeReady { node, status, .. } if *node == target && status != "True"),
+            &|e| matches!(&e.what, EventKind::NodeReady { node, status, .. } if *node == target && *status != nodedown::timeline::ConditionStatus::True),
         );
         let taint_applied = find(&|e| matches!(&e.what, EventKind::RemediationApplied { .. }));
         let taint_seen = find(
@@ -101,7 +101,7 @@ fn main() {
             seen.push(s - n);
         }
         let old = tl.old_uid.clone().unwrap_or_default();
-        if let Some(e) = after.iter().find(|e| matches!(&e.what, EventKind::Pod { uid, phase, started_at: Some(_), .. } if *uid != old && phase == "Running")) {
+        if let Some(e) = after.iter().find(|e| matches!(&e.what, EventKind::Pod { uid, phase, started_at: Some(_), .. } if *uid != old && *phase == nodedown::timeline::PodPhase::Running)) {
             if let EventKind::Pod { started_at: Some(s), .. } = &e.what {
                 if let (Some(h), Some(c)) = (wall_ms(&e.wall), wall_ms(s)) {
                     gap.push(h - c);

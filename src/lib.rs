@@ -5,16 +5,20 @@
 //! `verdict`, `report`. Effectful edge: `cluster`, `faults`, `remediation`, `observe`,
 //! `workload`. `runner` is the only module that sees both sides; `cli` sits on top.
 pub mod integrity;
+pub mod outcome;
 pub mod plan;
 pub mod report;
 pub mod spec;
 pub mod timeline;
+pub mod units;
 pub mod verdict;
 
 pub mod cli;
 pub mod cluster;
 pub mod faults;
+pub mod journal;
 pub mod observe;
 pub mod remediation;
 pub mod runner;
+pub mod store;
 pub mod workload;

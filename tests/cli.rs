@@ -107,7 +107,7 @@ fn report_rerenders_a_recorded_run_dir() {
     });
     std::fs::write(run.join("run.json"), planned.to_string()).unwrap();
     std::fs::copy(
-        "tests/fixtures/events/oos-taint.jsonl",
+        "tests/fixtures/synthetic/events/oos-taint.jsonl",
         run.join("events.jsonl"),
     )
     .unwrap();

@@ -286,6 +286,11 @@ fn sigkill_then_cleanup_heals_the_cluster() {
     );
     let res = run_ok(nodedown().arg("cleanup").arg(&dir));
     assert_eq!(res.status.code(), Some(0));
+    let first = String::from_utf8_lossy(&res.stderr).into_owned();
+    assert!(
+        first.contains("cleanup: healed ") && !first.contains("healed 0 action"),
+        "the first cleanup acted: {first}"
+    );
     assert!(
         unhealthy_nodes().is_empty(),
         "all nodes Ready, no out-of-service taint after cleanup"
@@ -295,10 +300,21 @@ fn sigkill_then_cleanup_heals_the_cluster() {
         || nodedown_namespaces().is_empty(),
         "run namespace deleted",
     );
-    // A second cleanup has nothing left to do.
+    // A second cleanup has nothing left to do: it says so, and the journal gains no line.
+    let journal = rd.join("journal.jsonl");
+    let before = std::fs::read(&journal).unwrap();
     let again = run_ok(nodedown().arg("cleanup").arg(&dir));
     assert_eq!(again.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("nothing left to heal"));
+    let second = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        second.contains("cleanup: nothing to heal"),
+        "the second cleanup did nothing: {second}"
+    );
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        before,
+        "journal untouched"
+    );
 }
 
 fn run_experiment(

@@ -1,6 +1,8 @@
+use super::run::ToolArgs;
 use super::{error, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK};
-use crate::runner::journal::Journal;
-use crate::runner::{Env, Session, SESSION_FILE};
+use crate::cluster::{ClusterOptions, Env, Session};
+use crate::journal::Journal;
+use crate::store::{JOURNAL_FILE, SESSION_FILE};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,6 +14,8 @@ pub struct CleanupArgs {
     /// How long to wait for a restarted node to be Ready.
     #[arg(long, default_value = "3m", value_parser = humantime::parse_duration)]
     pub node_timeout: Duration,
+    #[command(flatten)]
+    pub tools: ToolArgs,
 }
 
 fn find_session(dir: &Path) -> Option<(PathBuf, Session)> {
@@ -27,8 +31,8 @@ fn find_session(dir: &Path) -> Option<(PathBuf, Session)> {
 }
 
 fn journals(dir: &Path, out: &mut Vec<PathBuf>) {
-    if dir.join("journal.jsonl").is_file() {
-        out.push(dir.join("journal.jsonl"));
+    if dir.join(JOURNAL_FILE).is_file() {
+        out.push(dir.join(JOURNAL_FILE));
     }
     if let Ok(entries) = std::fs::read_dir(dir) {
         let mut subdirs: Vec<PathBuf> = entries
@@ -53,7 +57,12 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
     };
     let mut files = Vec::new();
     journals(&args.run_dir, &mut files);
-    let env = match Env::from_session(session).await {
+    let opts = ClusterOptions {
+        cache_dir: args.tools.cache_dir.clone(),
+        kind_bin: args.tools.kind_bin.clone(),
+        ..Default::default()
+    };
+    let env = match Env::from_session(session, &opts).await {
         Ok(env) => env,
         Err(e) => {
             error(format!(
@@ -63,8 +72,10 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
             return EXIT_HARNESS;
         }
     };
-    let healer = env.healer(args.node_timeout);
+    let healer = crate::runner::healer(&env, args.node_timeout);
     let mut failures = 0;
+    let mut healed = 0;
+    let journals = files.len();
     for file in files {
         let journal = match Journal::open(&file) {
             Ok(j) => j,
@@ -81,15 +92,25 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
         if !quiet {
             eprintln!("{}: healing {pending} pending action(s)", file.display());
         }
-        for e in healer.heal_all(&journal, None).await {
+        let (done, errors) = healer.heal_all(&journal, None).await;
+        healed += done;
+        for e in errors {
             error(format!("{}: {e}", file.display()));
             failures += 1;
         }
     }
-    if failures == 0 {
-        if !quiet {
-            eprintln!("cleanup: nothing left to heal");
+    // One line that says what was done, so a caller (and a test) can tell a cleanup that acted
+    // from one that found everything healed.
+    if !quiet {
+        if healed == 0 && failures == 0 {
+            eprintln!("cleanup: nothing to heal: every action in {journals} journal(s) was already undone");
+        } else {
+            eprintln!(
+                "cleanup: healed {healed} action(s) from {journals} journal(s), {failures} failed"
+            );
         }
+    }
+    if failures == 0 {
         EXIT_OK
     } else {
         EXIT_HARNESS

@@ -1,21 +1,19 @@
-//! The command line (clap derive): one file per subcommand. Exit codes are a contract:
-//! 0 every expectation met; 1 an expectation failed; 2 bad input or usage; 3 the harness could
-//! not run (cluster, Docker, API unreachable, or a run it could not complete); 130 interrupted
-//! (after healing).
+//! The command line (clap derive): one file per subcommand. Exit codes are a contract, defined
+//! and tested in [`exit`].
 
 mod cleanup;
+pub mod exit;
 mod report;
-mod run;
+pub mod run;
 mod validate;
+
+pub use exit::{
+    exit_code, FailOn, EXIT_BAD_INPUT, EXIT_EXPECTATION_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED,
+    EXIT_OK,
+};
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
-
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_EXPECTATION_FAILED: u8 = 1;
-pub const EXIT_BAD_INPUT: u8 = 2;
-pub const EXIT_HARNESS: u8 = 3;
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,22 +43,30 @@ pub enum Command {
     /// The built-in integrity workload (runs inside the workload container): appends
     /// checksummed, numbered, fsynced records to DIR/ledger.bin and serves its status on PORT.
     #[command(hide = true)]
-    Ledger {
-        #[arg(long, default_value = "/data")]
-        dir: PathBuf,
-        #[arg(long, default_value_t = crate::workload::LEDGER_PORT)]
-        port: u16,
-        #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
-        interval: std::time::Duration,
-    },
+    Ledger(WorkloadArgs),
     /// The built-in simple writer workload (runs inside the workload container).
     #[command(hide = true)]
-    Writer {
-        #[arg(long, default_value = "/data")]
-        dir: PathBuf,
-        #[arg(long, default_value = "200ms", value_parser = humantime::parse_duration)]
-        interval: std::time::Duration,
-    },
+    Writer(WorkloadArgs),
+}
+
+/// What the in-container workloads are told: flags, or the Downward API's environment.
+#[derive(Debug, clap::Args)]
+pub struct WorkloadArgs {
+    #[arg(long, default_value = "/data")]
+    pub dir: PathBuf,
+    #[arg(long, default_value_t = crate::workload::LEDGER_PORT)]
+    pub port: u16,
+    /// Time between records (default: 50ms for the ledger, 200ms for the writer).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub interval: Option<std::time::Duration>,
+    #[arg(long, env = "POD_NAME", default_value = "")]
+    pub pod_name: String,
+    #[arg(long, env = "POD_UID", default_value = "")]
+    pub pod_uid: String,
+    #[arg(long, env = "NODE_NAME", default_value = "")]
+    pub node_name: String,
+    #[arg(long, env = "HOSTNAME", default_value = "local", hide = true)]
+    pub hostname: String,
 }
 
 /// Runs the parsed command; returns the process exit code.
@@ -70,13 +76,18 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Validate(args) => validate::validate(args),
         Command::Cleanup(args) => cleanup::cleanup(args, cli.quiet).await,
         Command::Report(args) => report::report(args),
-        Command::Ledger {
-            dir,
-            port,
-            interval,
-        } => {
-            let mut opts = crate::workload::ledger::LedgerOptions::from_env(dir, port);
-            opts.interval = interval;
+        Command::Ledger(args) => {
+            let or = |v: &str, d: String| if v.is_empty() { d } else { v.to_string() };
+            let mut opts = crate::workload::ledger::LedgerOptions::new(
+                args.dir,
+                args.port,
+                or(&args.pod_uid, format!("local-{}", std::process::id())),
+                or(&args.pod_name, args.hostname.clone()),
+                or(&args.node_name, args.hostname.clone()),
+            );
+            if let Some(interval) = args.interval {
+                opts.interval = interval;
+            }
             match crate::workload::ledger::run(opts) {
                 Ok(()) => EXIT_OK,
                 Err(e) => {
@@ -85,14 +96,12 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 }
             }
         }
-        Command::Writer { dir, interval } => {
-            let identity = format!(
-                "{}/{}@{}",
-                std::env::var("POD_NAME").unwrap_or_default(),
-                std::env::var("POD_UID").unwrap_or_default(),
-                std::env::var("NODE_NAME").unwrap_or_default()
-            );
-            match crate::workload::writer::run(&dir, interval, &identity) {
+        Command::Writer(args) => {
+            let identity = format!("{}/{}@{}", args.pod_name, args.pod_uid, args.node_name);
+            let interval = args
+                .interval
+                .unwrap_or(std::time::Duration::from_millis(200));
+            match crate::workload::writer::run(&args.dir, interval, &identity) {
                 Ok(()) => EXIT_OK,
                 Err(e) => {
                     eprintln!("writer: {e}");
@@ -106,4 +115,54 @@ pub async fn dispatch(cli: Cli) -> u8 {
 /// Prints an error the way every subcommand does.
 pub fn error(message: impl std::fmt::Display) {
     eprintln!("error: {message}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_identity_from_flags_with_defaults() {
+        let cli = Cli::try_parse_from([
+            "nodedown",
+            "ledger",
+            "--pod-uid",
+            "3f2a",
+            "--pod-name",
+            "ledger-0",
+            "--node-name",
+            "worker2",
+            "--interval",
+            "20ms",
+        ])
+        .unwrap();
+        let Command::Ledger(a) = cli.command else {
+            panic!("not the ledger")
+        };
+        assert_eq!(
+            (
+                a.pod_uid.as_str(),
+                a.pod_name.as_str(),
+                a.node_name.as_str()
+            ),
+            ("3f2a", "ledger-0", "worker2")
+        );
+        assert_eq!(a.interval, Some(std::time::Duration::from_millis(20)));
+        assert_eq!(a.port, crate::workload::LEDGER_PORT);
+        assert_eq!(a.dir, PathBuf::from("/data"));
+    }
+
+    #[test]
+    fn fail_on_defaults_to_unknown() {
+        let cli = Cli::try_parse_from(["nodedown", "run", "x.yaml"]).unwrap();
+        let Command::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(a.fail_on, FailOn::Unknown);
+        let cli = Cli::try_parse_from(["nodedown", "run", "--fail-on", "fail"]).unwrap();
+        let Command::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(a.fail_on, FailOn::Fail);
+    }
 }

@@ -1,6 +1,6 @@
 use super::{error, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK};
 use crate::report::{self, Report};
-use crate::runner;
+use crate::store;
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -25,15 +25,12 @@ pub fn tool_version() -> String {
     env!("CARGO_PKG_VERSION").to_string()
 }
 
-/// Recomputes the report of every run below `dir` from its run.json and events.jsonl.
-pub fn build(dir: &Path) -> Result<Report, runner::RunnerError> {
-    let mut runs = Vec::new();
-    for run_dir in runner::run_dirs(dir) {
-        let (run, events) = runner::load_run(&run_dir)?;
-        let ledger = runner::load_ledger(&run_dir)?;
-        runs.push((run, events, ledger));
-    }
-    Ok(report::assemble::report_with(runs, &tool_version()))
+/// Recomputes the report of every run below `dir` from the files of its run directories.
+pub fn build(dir: &Path) -> Result<Report, store::StoreError> {
+    Ok(report::assemble::report_with(
+        store::load_all(dir)?,
+        &tool_version(),
+    ))
 }
 
 pub fn render(report: &Report, format: Format) -> String {

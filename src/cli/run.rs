@@ -1,10 +1,10 @@
 use super::report::{build, render, Format};
-use super::{
-    error, EXIT_BAD_INPUT, EXIT_EXPECTATION_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_OK,
-};
+use super::{error, exit_code, FailOn, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INTERRUPTED};
+use crate::cluster::{ClusterOptions, Env};
 use crate::plan::PlanOptions;
-use crate::report::{self, Report, Verdict};
-use crate::runner::{self, Options, Progress, RunnerError, SESSION_FILE};
+use crate::report::{self, Report};
+use crate::runner::{self, Progress, RunSettings, RunnerError};
+use crate::store::{ORDER_FILE, SESSION_FILE};
 use clap::{Args, ValueEnum};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,20 +40,44 @@ pub struct RunArgs {
     /// Run only these variants (repeatable).
     #[arg(long = "only", value_name = "VARIANT")]
     pub only: Vec<String>,
-    /// kind node image (default: NODEDOWN_NODE_IMAGE, else the one testenv built).
-    #[arg(long)]
+    /// kind node image for a cluster this run creates (default: the one testenv built last).
+    #[arg(long, env = "NODEDOWN_NODE_IMAGE")]
     pub node_image: Option<String>,
     /// What to print on stdout at the end.
     #[arg(long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    /// Which verdicts make the exit code non-zero: `unknown` (default) fails on a failed
+    /// expectation and on a run nothing could be decided about; `fail` only on a failed one.
+    #[arg(long, value_enum, env = "NODEDOWN_FAIL_ON", default_value_t = FailOn::Unknown)]
+    pub fail_on: FailOn,
+    /// The host directory behind testenv's `nodedown-shared` storage class (read directly when
+    /// present; otherwise the ledger is read through the API server).
+    #[arg(long, env = "NODEDOWN_SHARED_DIR", default_value = crate::workload::DEFAULT_SHARED_DIR)]
+    pub shared_dir: PathBuf,
+    /// A file the Markdown summary is appended to (GitHub Actions sets it).
+    #[arg(long, env = "GITHUB_STEP_SUMMARY", hide_env_values = true)]
+    pub step_summary: Option<PathBuf>,
+    #[command(flatten)]
+    pub tools: ToolArgs,
 }
 
-fn write_reports(out: &Path, report: &Report) -> std::io::Result<()> {
+/// Where testenv's builds are; shared by `run` and `cleanup`.
+#[derive(Debug, Clone, Args)]
+pub struct ToolArgs {
+    /// testenv's cache directory (the node image name, the kind build).
+    #[arg(long, env = "NODEDOWN_CACHE", default_value = "/var/cache/nodedown")]
+    pub cache_dir: PathBuf,
+    /// The kind executable (default: kind on PATH, else testenv's build in the cache).
+    #[arg(long = "kind", env = "NODEDOWN_KIND")]
+    pub kind_bin: Option<PathBuf>,
+}
+
+fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> std::io::Result<()> {
     std::fs::write(out.join("results.json"), report::json::to_string(report))?;
     std::fs::write(out.join("junit.xml"), report::junit::render(report))?;
     let md = report::markdown::render(report);
     std::fs::write(out.join("summary.md"), &md)?;
-    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+    if let Some(summary) = step_summary {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -61,25 +85,6 @@ fn write_reports(out: &Path, report: &Report) -> std::io::Result<()> {
         f.write_all(md.as_bytes())?;
     }
     Ok(())
-}
-
-fn exit_code(report: &Report) -> u8 {
-    let runs = report.experiments.iter().flat_map(|e| e.runs.iter());
-    let (mut failed, mut harness) = (false, false);
-    for r in runs {
-        match r.verdict {
-            Verdict::Fail => failed = true,
-            Verdict::Unknown if r.error.is_some() => harness = true,
-            _ => {}
-        }
-    }
-    if failed {
-        EXIT_EXPECTATION_FAILED
-    } else if harness {
-        EXIT_HARNESS
-    } else {
-        EXIT_OK
-    }
 }
 
 pub async fn run(args: RunArgs, quiet: bool) -> u8 {
@@ -122,18 +127,19 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         return EXIT_HARNESS;
     }
     let order: String = runs.iter().map(|r| format!("{}\n", r.id)).collect();
-    let _ = std::fs::write(out.join("order.txt"), order);
+    let _ = std::fs::write(out.join(ORDER_FILE), order);
 
     let progress = Progress::new(quiet);
-    let opts = Options {
-        out: out.clone(),
+    let opts = ClusterOptions {
         cluster_name: args.cluster_name.clone(),
         kind_config: args.kind_config.clone(),
-        retain: args.retain,
         context: args.context.clone(),
         node_image: args.node_image.clone(),
+        cache_dir: args.tools.cache_dir.clone(),
+        kind_bin: args.tools.kind_bin.clone(),
     };
-    let env = match runner::prepare(&experiments, &opts, &progress).await {
+    let step = |s: &str| progress.step(s);
+    let env = match Env::prepare(&experiments, &opts, &step).await {
         Ok(env) => env,
         Err(e) => {
             progress.finish();
@@ -152,7 +158,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     let user_image = experiments
         .iter()
         .find_map(|(_, e)| e.workload.image.clone());
-    let image = match runner::workload_image(&env, user_image.as_deref(), &progress).await {
+    let image = match env.workload_image(user_image.as_deref(), &step).await {
         Ok(i) => i,
         Err(e) => {
             progress.finish();
@@ -160,6 +166,10 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             let _ = env.finish(args.retain).await;
             return EXIT_HARNESS;
         }
+    };
+    let settings = RunSettings {
+        image,
+        shared_dir: Some(args.shared_dir.clone()),
     };
     let mut interrupted = false;
     let total = runs.len();
@@ -169,7 +179,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             planned.cluster.config = env.session.profile.clone().map(PathBuf::from);
         }
         progress.set_run(&format!("[{}/{}] {}", i + 1, total, planned.id));
-        match runner::run_one(&env, &image, &planned, &out.join(&planned.id), &progress).await {
+        match runner::run_one(&env, &settings, &planned, &out.join(&planned.id), &progress).await {
             Ok(_) => {}
             Err(RunnerError::Interrupted(signal)) => {
                 error(format!(
@@ -192,7 +202,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             return EXIT_HARNESS;
         }
     };
-    if let Err(e) = write_reports(&out, &report) {
+    if let Err(e) = write_reports(&out, &report, args.step_summary.as_deref()) {
         error(format!("cannot write reports in {}: {e}", out.display()));
         return EXIT_HARNESS;
     }
@@ -209,6 +219,6 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     if interrupted {
         EXIT_INTERRUPTED
     } else {
-        exit_code(&report)
+        exit_code(&report, args.fail_on)
     }
 }

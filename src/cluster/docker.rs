@@ -170,6 +170,53 @@ impl DockerNodes {
 }
 
 impl DockerNodes {
+    /// The first `die` event of `container` at or after `not_before`, as Docker recorded it
+    /// (`timeNano`), waiting at most `timeout`. Events are asked for from a second before
+    /// `not_before`, so a death that happened before this call is still found.
+    pub async fn die_time(
+        &self,
+        container: &str,
+        not_before: std::time::SystemTime,
+        timeout: std::time::Duration,
+    ) -> Result<Option<std::time::SystemTime>, ClusterError> {
+        use std::time::{Duration, UNIX_EPOCH};
+        let since = not_before
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs()
+            .saturating_sub(1);
+        let mut filters = HashMap::new();
+        filters.insert("type".to_string(), vec!["container".to_string()]);
+        filters.insert("container".to_string(), vec![container.to_string()]);
+        filters.insert("event".to_string(), vec!["die".to_string()]);
+        let stream = self
+            .docker
+            .events(Some(bollard::query_parameters::EventsOptions {
+                since: Some(since.to_string()),
+                until: None,
+                filters: Some(filters),
+            }));
+        futures::pin_mut!(stream);
+        let found = tokio::time::timeout(timeout, async {
+            while let Some(event) = stream.next().await {
+                let event = event?;
+                let Some(nanos) = event.time_nano.and_then(|n| u64::try_from(n).ok()) else {
+                    continue;
+                };
+                let at = UNIX_EPOCH + Duration::from_nanos(nanos);
+                if at >= not_before {
+                    return Ok(Some(at));
+                }
+            }
+            Ok::<_, ClusterError>(None)
+        })
+        .await;
+        match found {
+            Ok(r) => r,
+            Err(_) => Ok(None),
+        }
+    }
+
     /// The kind cluster a node container belongs to (its `io.x-k8s.kind.cluster` label).
     pub async fn cluster_of(&self, container: &str) -> Result<String, ClusterError> {
         let info = self.docker.inspect_container(container, None).await?;

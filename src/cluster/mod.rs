@@ -3,7 +3,9 @@
 //! cluster or an existing cluster from kubeconfig.
 
 mod docker;
+mod env;
 pub use docker::*;
+pub use env::{ClusterOptions, Env, Session};
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -11,7 +13,7 @@ use tokio::process::Command;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    #[error("cannot run `{bin}`: {source}; install kind or run testenv/up (it builds kind offline), or set NODEDOWN_KIND")]
+    #[error("cannot run `{bin}`: {source}; install kind or run testenv/up (it builds kind offline), or give --kind (NODEDOWN_KIND)")]
     KindMissing { bin: String, source: std::io::Error },
     #[error("`kind {args}` failed: {stderr}")]
     Kind { args: String, stderr: String },
@@ -32,12 +34,12 @@ pub enum ClusterError {
     },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Setup(String),
 }
 
-/// The node image testenv builds (kept in step with testenv/lib.sh).
-pub const DEFAULT_NODE_IMAGE: &str = "nodedown/node:v1.34.4-r1";
-/// Where testenv/build-k8s.sh caches kind when it is not on PATH.
-const TESTENV_KIND: &str = "/var/cache/nodedown/kind-v0.33.0/kind";
+/// Where testenv/build-k8s.sh caches kind below its cache directory.
+const TESTENV_KIND: &str = "kind-v0.33.0/kind";
 
 /// A kind cluster, driven through the kind CLI.
 #[derive(Debug, Clone)]
@@ -47,19 +49,19 @@ pub struct Kind {
 }
 
 impl Kind {
-    pub fn new(name: &str) -> Kind {
-        let bin = std::env::var_os("NODEDOWN_KIND")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                let on_path = std::env::var_os("PATH")
-                    .map(|p| {
-                        std::env::split_paths(&p)
-                            .map(|d| d.join("kind"))
-                            .find(|k| k.is_file())
-                    })
-                    .unwrap_or_default();
-                on_path.unwrap_or_else(|| PathBuf::from(TESTENV_KIND))
-            });
+    /// The cluster `name`, driven by `opts.kind_bin`, else `kind` on PATH, else testenv's
+    /// cached build.
+    pub fn new(name: &str, opts: &ClusterOptions) -> Kind {
+        let bin = opts.kind_bin.clone().unwrap_or_else(|| {
+            let on_path = std::env::var_os("PATH")
+                .map(|p| {
+                    std::env::split_paths(&p)
+                        .map(|d| d.join("kind"))
+                        .find(|k| k.is_file())
+                })
+                .unwrap_or_default();
+            on_path.unwrap_or_else(|| opts.cache_dir.join(TESTENV_KIND))
+        });
         Kind {
             name: name.to_string(),
             bin,

@@ -35,7 +35,7 @@
 //! acknowledged writes those are reported as such.
 
 use super::record::{self, Incarnation, IncarnationKey, RecordView, RECORD_LEN};
-use crate::report::Verdict;
+use crate::outcome::Verdict;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Read};

@@ -12,7 +12,7 @@ pub mod check;
 mod outage;
 pub mod record;
 
-pub use outage::write_outage;
+pub use outage::{write_outage, Outage};
 
 pub use check::{
     check, check_with, read_acks, Ack, AckError, CheckOptions, IntegrityReport, LostRange,

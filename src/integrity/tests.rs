@@ -2,7 +2,7 @@
 
 use super::check::{check, check_with, read_acks, Ack, CheckOptions, IntegrityReport};
 use super::record::{encode, Incarnation, Record, RECORD_LEN};
-use crate::report::Verdict;
+use crate::outcome::Verdict;
 use std::io::Read;
 
 const T0: u64 = 1_777_636_800_000; // 2026-05-01T12:00:00Z

@@ -5,6 +5,7 @@
 
 use super::Recorder;
 use crate::integrity::Ack;
+use crate::timeline::EventKind;
 use crate::workload::ledger::{status_url_path, Status};
 use std::collections::HashMap;
 use std::io::Write;
@@ -36,14 +37,40 @@ pub fn spawn_ack_poller(
     Ok(tokio::spawn(async move {
         // Highest acknowledged seq seen per incarnation (keyed by pod uid and start time).
         let mut seen: HashMap<(String, u64), u64> = HashMap::new();
+        // Failures are expected while the node is down (the pod proxy answers 503): they are
+        // recorded once as evidence when they begin and once when they end, never logged.
+        let mut failures: u64 = 0;
         loop {
             let request = http::Request::get(&url)
                 .body(Vec::new())
                 .expect("valid request");
-            if let Ok(Ok(text)) =
-                tokio::time::timeout(Duration::from_secs(2), client.request_text(request)).await
-            {
-                if let Ok(status) = serde_json::from_str::<Status>(&text) {
+            let answer =
+                match tokio::time::timeout(Duration::from_secs(2), client.request_text(request))
+                    .await
+                {
+                    Err(_) => Err("no answer within 2s".to_string()),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Ok(Ok(text)) => serde_json::from_str::<Status>(&text)
+                        .map_err(|e| format!("not a ledger status: {e}")),
+                };
+            match answer {
+                Err(error) => {
+                    if failures == 0 {
+                        recorder.record(EventKind::ProbeFailing {
+                            pod: pod.clone(),
+                            error,
+                        });
+                    }
+                    failures += 1;
+                }
+                Ok(status) => {
+                    if failures > 0 {
+                        recorder.record(EventKind::ProbeRecovered {
+                            pod: pod.clone(),
+                            failures,
+                        });
+                        failures = 0;
+                    }
                     let key = (
                         status.incarnation.pod_uid.clone(),
                         status.incarnation.started_ms,

@@ -1,7 +1,7 @@
 //! Pure: from one observed object (and what was observed of it before) to timeline events.
 //! Only changes are recorded, so a resync or a re-list does not repeat events.
 
-use crate::timeline::EventKind;
+use crate::timeline::{ConditionStatus, EventKind, PodPhase};
 use k8s_openapi::api::core::v1::{Event as KubeEvent, Node, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use std::collections::BTreeSet;
@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeState {
     pub name: String,
-    pub ready: String,
+    pub ready: ConditionStatus,
     pub taints: BTreeSet<(String, String)>,
 }
 
@@ -21,8 +21,8 @@ pub fn diff_node(prev: Option<&NodeState>, node: &Node) -> (NodeState, Vec<Event
         .and_then(|s| s.conditions.as_ref())
         .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
     let ready = ready_cond
-        .map(|c| c.status.clone())
-        .unwrap_or_else(|| "Unknown".into());
+        .map(|c| ConditionStatus::parse(&c.status))
+        .unwrap_or(ConditionStatus::Unknown);
     let reason = ready_cond.and_then(|c| c.reason.clone());
     let taints: BTreeSet<(String, String)> = node
         .spec
@@ -37,16 +37,16 @@ pub fn diff_node(prev: Option<&NodeState>, node: &Node) -> (NodeState, Vec<Event
     let mut events = Vec::new();
     let empty = BTreeSet::new();
     let (prev_ready, prev_taints) = match prev {
-        Some(p) => (Some(p.ready.as_str()), &p.taints),
+        Some(p) => (Some(p.ready), &p.taints),
         None => {
             events.push(EventKind::NodeAdded { node: name.clone() });
             (None, &empty)
         }
     };
-    if prev_ready != Some(ready.as_str()) {
+    if prev_ready != Some(ready) {
         events.push(EventKind::NodeReady {
             node: name.clone(),
-            status: ready.clone(),
+            status: ready,
             reason,
         });
     }
@@ -87,7 +87,7 @@ pub struct PodState {
     pub name: String,
     pub uid: String,
     pub node: Option<String>,
-    pub phase: String,
+    pub phase: PodPhase,
     pub terminating: bool,
     pub ready: bool,
     pub started_at: Option<String>,
@@ -99,9 +99,7 @@ pub fn pod_state(pod: &Pod) -> PodState {
         name: pod.metadata.name.clone().unwrap_or_default(),
         uid: pod.metadata.uid.clone().unwrap_or_default(),
         node: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
-        phase: status
-            .and_then(|s| s.phase.clone())
-            .unwrap_or_else(|| "Pending".into()),
+        phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
         terminating: pod.metadata.deletion_timestamp.is_some(),
         ready: status
             .and_then(|s| s.conditions.as_ref())
@@ -122,7 +120,7 @@ fn pod_event(s: &PodState) -> EventKind {
         pod: s.name.clone(),
         uid: s.uid.clone(),
         node: s.node.clone(),
-        phase: s.phase.clone(),
+        phase: s.phase,
         terminating: s.terminating,
         ready: s.ready,
         started_at: s.started_at.clone(),
@@ -231,11 +229,13 @@ mod tests {
     fn node_first_sight_then_not_ready_with_taint() {
         let (s1, e1) = diff_node(None, &node(READY_NODE));
         assert_eq!(e1.len(), 2, "{e1:?}");
-        assert!(matches!(&e1[1], EventKind::NodeReady { status, .. } if status == "True"));
+        assert!(
+            matches!(&e1[1], EventKind::NodeReady { status, .. } if *status == ConditionStatus::True)
+        );
         let (s2, e2) = diff_node(Some(&s1), &node(NOT_READY_TAINTED));
         assert_eq!(e2.len(), 2, "{e2:?}");
         assert!(
-            matches!(&e2[0], EventKind::NodeReady { status, reason: Some(r), .. } if status == "Unknown" && r == "NodeStatusUnknown")
+            matches!(&e2[0], EventKind::NodeReady { status, reason: Some(r), .. } if *status == ConditionStatus::Unknown && r == "NodeStatusUnknown")
         );
         assert!(
             matches!(&e2[1], EventKind::NodeTaint { key, added: true, .. } if key == "node.kubernetes.io/unreachable")

@@ -9,12 +9,13 @@ pub use acks::*;
 pub use diff::*;
 pub use recorder::*;
 
+use crate::timeline::{EventKind, Resource};
 use futures::{Stream, TryStreamExt};
 use k8s_openapi::api::core::v1::{Event as KubeEvent, Node, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 
@@ -38,24 +39,28 @@ pub fn spawn_watchers(
     let pod_cfg = watcher::Config::default().labels(&scope.pod_selector);
     vec![
         tokio::spawn(follow(
+            Resource::Nodes,
             watcher(nodes, watcher::Config::default()),
             recorder.clone(),
             diff_node,
             node_gone,
         )),
         tokio::spawn(follow(
+            Resource::Pods,
             watcher(pods, pod_cfg),
             recorder.clone(),
             diff_pod,
             pod_gone,
         )),
         tokio::spawn(follow(
+            Resource::VolumeAttachments,
             watcher(vas, watcher::Config::default()),
             recorder.clone(),
             diff_volume_attachment,
             va_gone,
         )),
         tokio::spawn(follow(
+            Resource::Events,
             watcher(events, watcher::Config::default()),
             recorder,
             diff_kube_event,
@@ -64,23 +69,80 @@ pub fn spawn_watchers(
     ]
 }
 
+/// After a watch error, items that arrive within this long of the first one are a replay of
+/// what was missed (stamped late), so they still count as inside the gap.
+const REPLAY_BURST: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Drives one watcher: keeps the last observed state per object (by name) and records the
 /// events the pure diff function derives from each change.
+///
+/// Gaps are recorded, not hidden: a watch error records `watch-gap`; the gap ends with
+/// `watch-resumed` — after a relist once it is complete (objects missing from the new list are
+/// recorded gone), after a resumed watch once the replay burst is over ([`REPLAY_BURST`]).
+/// Everything recorded in between is marked uncertain by the timeline.
 async fn follow<K, S>(
+    resource: Resource,
     stream: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
     recorder: Arc<Recorder>,
-    diff: fn(Option<&S>, &K) -> (S, Vec<crate::timeline::EventKind>),
-    gone: fn(&S) -> Option<crate::timeline::EventKind>,
+    diff: fn(Option<&S>, &K) -> (S, Vec<EventKind>),
+    gone: fn(&S) -> Option<EventKind>,
 ) where
     K: kube::Resource + Clone + std::fmt::Debug + Send + 'static,
 {
     let mut state: HashMap<String, S> = HashMap::new();
+    // Names seen in the current (re)list, to find the objects that disappeared meanwhile.
+    let mut listing: Option<HashSet<String>> = None;
+    let mut first_list = true;
+    let mut gap = false;
+    let mut burst_start: Option<std::time::Instant> = None;
     let stream = stream.default_backoff();
     futures::pin_mut!(stream);
     loop {
-        match stream.try_next().await {
+        let item = stream.try_next().await;
+        if gap && listing.is_none() {
+            if let Ok(Some(watcher::Event::Apply(_) | watcher::Event::Delete(_))) = &item {
+                // A resumed watch replays what it missed right away; the burst is the gap.
+                let start = *burst_start.get_or_insert_with(std::time::Instant::now);
+                if start.elapsed() > REPLAY_BURST {
+                    recorder.record(EventKind::WatchResumed {
+                        resource,
+                        relisted: false,
+                    });
+                    gap = false;
+                    burst_start = None;
+                }
+            }
+        }
+        match item {
+            Ok(Some(watcher::Event::Init)) => listing = Some(HashSet::new()),
+            Ok(Some(watcher::Event::InitDone)) => {
+                if let Some(seen) = listing.take() {
+                    let missing: Vec<String> = state
+                        .keys()
+                        .filter(|k| !seen.contains(*k))
+                        .cloned()
+                        .collect();
+                    for name in missing {
+                        if let Some(e) = state.remove(&name).as_ref().and_then(gone) {
+                            recorder.record(e);
+                        }
+                    }
+                }
+                if gap || !first_list {
+                    recorder.record(EventKind::WatchResumed {
+                        resource,
+                        relisted: true,
+                    });
+                }
+                gap = false;
+                first_list = false;
+                burst_start = None;
+            }
             Ok(Some(watcher::Event::Apply(obj))) | Ok(Some(watcher::Event::InitApply(obj))) => {
                 let name = obj.meta().name.clone().unwrap_or_default();
+                if let Some(seen) = listing.as_mut() {
+                    seen.insert(name.clone());
+                }
                 let (next, events) = diff(state.get(&name), &obj);
                 state.insert(name, next);
                 for e in events {
@@ -95,9 +157,18 @@ async fn follow<K, S>(
                     }
                 }
             }
-            Ok(Some(_)) => {}
             Ok(None) => return,
-            Err(e) => tracing::debug!("watch error (retrying with backoff): {e}"),
+            Err(e) => {
+                tracing::debug!("{resource:?} watch error (retrying with backoff): {e}");
+                if !gap {
+                    recorder.record(EventKind::WatchGap {
+                        resource,
+                        error: e.to_string(),
+                    });
+                    gap = true;
+                }
+                burst_start = None;
+            }
         }
     }
 }

@@ -1,7 +1,10 @@
 //! Builds the result model from run directories' contents: `run.json` (a [`PlannedRun`]) and
 //! `events.jsonl` (the [`Event`]s). Pure: everything is recomputed from these two.
 
-use super::{ExperimentResult, IntegrityResult, PhaseResult, Report, RunResult, SCHEMA_VERSION};
+use super::{
+    ExperimentResult, IntegrityResult, PhaseResult, Report, RunResult, TimeZeroResult, WriteOutage,
+    SCHEMA_VERSION,
+};
 use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
 use crate::timeline::{analyze, Event, EventKind};
@@ -36,20 +39,21 @@ pub fn run_result_with(
     };
     let (mut expectations, _) = evaluate(run, &timeline, error.as_deref());
     let outage = match (ledger, timeline.fault_at_ms) {
-        (Some((_, acks)), Some(fault)) => write_outage(acks, fault),
+        (Some((_, acks)), Some(fault)) => write_outage(acks, fault).map(|o| (o, fault)),
         _ => None,
     };
     expectations.extend(evaluate_integrity(
         run,
         ledger.map(|(r, _)| r),
-        outage,
+        outage.map(|(o, _)| o.duration_ms()),
         ledger.map_or(0, |(_, a)| a.len()),
     ));
     let verdict = combine(&expectations, error.is_some());
-    let mut metrics = timeline.metrics();
-    if let Some(ms) = outage {
-        metrics.insert("write-outage".to_string(), ms);
-    }
+    let write_outage = outage.map(|(o, fault)| WriteOutage {
+        duration_ms: o.duration_ms(),
+        from_ms: o.from_ms as i64 - fault as i64,
+        until_ms: o.until_ms as i64 - fault as i64,
+    });
     let integrity = ledger.map(|(r, _)| IntegrityResult {
         verdict: r.verdict,
         summary: r.summary(),
@@ -76,15 +80,22 @@ pub fn run_result_with(
         duration_ms,
         target_node: timeline.target_node.clone(),
         replacement_node: timeline.replacement_node.clone(),
+        time_zero: timeline.time_zero.map(|z| TimeZeroResult {
+            basis: z.basis.as_str().to_string(),
+            requested_ms: z.requested_ms,
+            returned_ms: z.returned_ms,
+        }),
         phases: timeline
             .phases
             .iter()
-            .map(|(p, at_ms)| PhaseResult {
-                name: p.name().to_string(),
-                at_ms: *at_ms,
+            .map(|p| PhaseResult {
+                name: p.phase.name().to_string(),
+                at_ms: p.at_ms,
+                since_ms: p.since_ms,
             })
             .collect(),
-        metrics,
+        metrics: timeline.metrics(),
+        write_outage,
         expectations,
         verdict,
         error,

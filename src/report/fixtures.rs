@@ -1,5 +1,5 @@
-//! Test support for the report renderers: a report assembled from the recorded events in
-//! `tests/fixtures/events/`, and golden-file comparison (`NODEDOWN_BLESS=1` rewrites them).
+//! Test support for the report renderers: a report assembled from the synthetic (hand-written)
+//! events in `tests/fixtures/synthetic/events/`, and golden-file comparison (`NODEDOWN_BLESS=1` rewrites them).
 
 use super::assemble;
 use super::Report;

@@ -44,7 +44,7 @@ mod tests {
         let report = golden_report();
         let text = to_string(&report);
         assert!(text.ends_with("}\n"));
-        assert!(text.contains("\"schemaVersion\": 1"));
+        assert!(text.contains("\"schemaVersion\": 2"));
         assert!(text.contains("\"time-to-ready\": 39700"));
         let back = from_str(&text).unwrap();
         assert_eq!(back, report);
@@ -68,14 +68,14 @@ mod tests {
     #[test]
     fn wrong_schema_or_garbage_is_refused() {
         let text =
-            to_string(&golden_report()).replace("\"schemaVersion\": 1", "\"schemaVersion\": 99");
+            to_string(&golden_report()).replace("\"schemaVersion\": 2", "\"schemaVersion\": 99");
         assert!(matches!(
             from_str(&text),
             Err(JsonError::SchemaVersion { found: 99 })
         ));
         assert!(matches!(from_str("{}"), Err(JsonError::NoSchemaVersion)));
         assert!(matches!(from_str("nope"), Err(JsonError::Parse(_))));
-        let err = from_str(r#"{"schemaVersion": 1}"#).unwrap_err();
+        let err = from_str(r#"{"schemaVersion": 2}"#).unwrap_err();
         assert!(
             err.to_string().starts_with("not a nodedown results file"),
             "{err}"

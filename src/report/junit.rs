@@ -15,7 +15,7 @@
 use super::text::{mismatch, unknown_reason, verdict_word};
 use super::{ExperimentResult, Report, RunResult, Verdict};
 use crate::timeline::Metric;
-use crate::verdict::fmt_ms;
+use crate::units::fmt_ms;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
 
@@ -259,7 +259,7 @@ mod tests {
         assert_eq!(*kind, NonSuccessKind::Failure);
         assert_eq!(
             message.as_ref().unwrap().as_str(),
-            "timeToReady: expected <= 7m 5s, got 7m08s"
+            "timeToReady: expected <= 7m5s, got 7m08s"
         );
         assert!(description
             .as_ref()

@@ -9,7 +9,7 @@
 use super::text::{mismatch, problem, verdict_word};
 use super::{ExperimentResult, Report, RunResult, Verdict};
 use crate::timeline::Metric;
-use crate::verdict::fmt_ms;
+use crate::units::{fmt_ms, median};
 use std::fmt::Write;
 
 /// The metric columns, in failover order.
@@ -98,15 +98,14 @@ fn integrity_cell(runs: &[&RunResult]) -> String {
 
 /// The median write outage of a variant's runs (`—` when none was measured).
 fn outage_cell(runs: &[&RunResult]) -> String {
-    let mut v: Vec<u64> = runs
+    let v: Vec<u64> = runs
         .iter()
-        .filter_map(|r| r.metrics.get("write-outage").copied())
+        .filter_map(|r| r.write_outage.as_ref().map(|o| o.duration_ms))
         .collect();
-    if v.is_empty() {
+    let Some(median) = median(&v) else {
         return "—".into();
-    }
-    v.sort_unstable();
-    let median = fmt_ms(v[v.len() / 2]);
+    };
+    let median = fmt_ms(median);
     if v.len() < runs.len() {
         format!("{median} [{}/{}]", v.len(), runs.len())
     } else {
@@ -226,12 +225,7 @@ fn aggregate(runs: &[&RunResult], metric: Metric) -> String {
     }
     values.sort_unstable();
     let n = values.len();
-    let median = if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2
-    };
-    let mut s = fmt_ms(median);
+    let mut s = fmt_ms(median(&values).expect("not empty"));
     let (min, max) = (fmt_ms(values[0]), fmt_ms(values[n - 1]));
     if min != max {
         let _ = write!(s, " ({min}–{max})");

@@ -5,7 +5,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub use crate::verdict::{ExpectationResult, Verdict};
+
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -22,15 +24,6 @@ pub struct ExperimentResult {
     pub name: String,
     pub file: String,
     pub runs: Vec<RunResult>,
-}
-
-/// Three-valued, as in Jepsen: unknown when the evidence is insufficient.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Unknown,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,10 +47,17 @@ pub struct RunResult {
     pub target_node: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replacement_node: Option<String>,
-    /// Phases that happened, in time order; `atMs` counted from the fault.
+    /// How time zero (the fault's effect) was taken, with the bounds around it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zero: Option<TimeZeroResult>,
+    /// Phases that happened, in time order; `atMs` counted from time zero.
     pub phases: Vec<PhaseResult>,
-    /// Metric name → milliseconds from the fault. A metric whose phase never happened is absent.
+    /// Metric name → milliseconds from time zero. A metric whose phase never happened, or was
+    /// seen only at the end of a watch gap (see the phase's `sinceMs`), is absent.
     pub metrics: BTreeMap<String, u64>,
+    /// The ledger's write outage (its own origin: the last acknowledged write before the fault).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_outage: Option<WriteOutage>,
     pub expectations: Vec<ExpectationResult>,
     /// Pass when every expectation passed; Fail when any failed; else Unknown.
     pub verdict: Verdict,
@@ -90,19 +90,37 @@ pub struct IntegrityResult {
 #[serde(rename_all = "camelCase")]
 pub struct PhaseResult {
     pub name: String,
+    /// When it was first observed, ms from time zero.
     pub at_ms: u64,
+    /// Present when the phase was first seen at the end of a watch gap: it happened somewhere
+    /// between `sinceMs` and `atMs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_ms: Option<u64>,
 }
 
+/// Time zero of a run: the instant the fault took effect, and what it was taken from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ExpectationResult {
-    /// e.g. `recovered`, `timeToRunning`.
-    pub name: String,
-    /// What the experiment asked for, e.g. `true`, `<= 2m`.
-    pub expected: String,
-    /// What happened, e.g. `false`, `47.2s`, `absent (never Running)`.
-    pub actual: String,
-    pub verdict: Verdict,
-    /// The events or facts the verdict rests on, for humans.
-    pub evidence: String,
+pub struct TimeZeroResult {
+    /// `runtime-die-event`, `command-returned` or `request-returned`.
+    pub basis: String,
+    /// When the harness asked for the fault, ms relative to time zero (≤ 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_ms: Option<i64>,
+    /// When the call that applied the fault returned, ms relative to time zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returned_ms: Option<i64>,
+}
+
+/// The write outage: from the last write acknowledged before the fault to the first new write
+/// acknowledged after it, on the harness's clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteOutage {
+    /// Its length.
+    pub duration_ms: u64,
+    /// Where it began, ms relative to time zero (≤ 0: the last ack before the fault).
+    pub from_ms: i64,
+    /// Where it ended, ms relative to time zero (the first new ack after the fault).
+    pub until_ms: i64,
 }

@@ -11,7 +11,7 @@
 use super::text::problem;
 use super::{Report, RunResult, Verdict};
 use crate::timeline::Metric;
-use crate::verdict::fmt_ms;
+use crate::units::fmt_ms;
 
 const HEADER: [&str; 6] = ["RUN", "VERDICT", "NOT-READY", "RUNNING", "READY", "DETAIL"];
 const METRICS: [Metric; 3] = [

@@ -3,11 +3,7 @@
 use super::{ExpectationResult, RunResult, Verdict};
 
 pub(crate) fn verdict_word(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Pass => "pass",
-        Verdict::Fail => "fail",
-        Verdict::Unknown => "unknown",
-    }
+    v.as_str()
 }
 
 /// `name: expected X, got Y`

@@ -1,15 +1,15 @@
 //! Healing: replays a journal's pending undo actions, in heal order. Used at the end of every
 //! run, on every exit path (error, panic, signal), and by `nodedown cleanup`.
 
-use super::journal::{Journal, Undo};
-use crate::cluster::DockerNodes;
-use crate::faults;
+use crate::faults::NodeControl;
+use crate::journal::{Journal, Undo};
 use crate::observe::Recorder;
 use crate::remediation;
 use crate::timeline::EventKind;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume};
 use kube::api::DeleteParams;
 use kube::{Api, Client};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a run namespace may take to disappear.
@@ -17,7 +17,9 @@ const NAMESPACE_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct Healer {
     pub client: Client,
-    pub docker: Option<DockerNodes>,
+    /// The node-control backends this harness can reach; a journaled fault is healed by the
+    /// backend that applied it.
+    pub controls: Vec<Arc<dyn NodeControl>>,
     /// How long a node may take to be Ready again.
     pub node_timeout: Duration,
 }
@@ -31,21 +33,30 @@ pub struct HealError {
 
 impl Healer {
     /// Heals everything pending in `journal`; records heal events when a recorder is given.
-    /// Keeps going after a failure and returns every failure.
-    pub async fn heal_all(&self, journal: &Journal, recorder: Option<&Recorder>) -> Vec<HealError> {
+    /// Keeps going after a failure. Returns how many actions were healed and every failure.
+    pub async fn heal_all(
+        &self,
+        journal: &Journal,
+        recorder: Option<&Recorder>,
+    ) -> (usize, Vec<HealError>) {
         let mut errors = Vec::new();
+        let mut healed = 0;
         let pending = match journal.pending() {
             Ok(p) => p,
             Err(e) => {
-                return vec![HealError {
-                    undo: journal.path().display().to_string(),
-                    detail: e.to_string(),
-                }];
+                return (
+                    0,
+                    vec![HealError {
+                        undo: journal.path().display().to_string(),
+                        detail: e.to_string(),
+                    }],
+                );
             }
         };
         for (id, undo) in pending {
             match self.heal(&undo, recorder).await {
                 Ok(()) => {
+                    healed += 1;
                     if let Err(e) = journal.healed(id) {
                         tracing::warn!("cannot mark journal entry {id} healed: {e}");
                     }
@@ -59,7 +70,7 @@ impl Healer {
                 }
             }
         }
-        errors
+        (healed, errors)
     }
 
     async fn heal(&self, undo: &Undo, recorder: Option<&Recorder>) -> Result<(), String> {
@@ -71,21 +82,29 @@ impl Healer {
         };
         match undo {
             Undo::HealFault {
+                backend,
                 fault,
-                container,
                 node,
             } => {
-                let docker = self
-                    .docker
-                    .as_ref()
-                    .ok_or("no Docker access to the node container")?;
-                faults::heal(*fault, container, docker)
+                let control = self
+                    .controls
+                    .iter()
+                    .find(|c| c.backend() == *backend)
+                    .ok_or_else(|| {
+                        format!(
+                            "the fault was applied through the {} backend, which this invocation cannot reach",
+                            backend.as_str()
+                        )
+                    })?;
+                control
+                    .heal(*fault, node)
                     .await
                     .map_err(|e| e.to_string())?;
                 note(EventKind::Note {
                     message: format!(
-                        "{} undone on {container}; waiting for {node} Ready",
-                        fault.as_str()
+                        "{} undone on {node} through {}; waiting for it Ready",
+                        fault.as_str(),
+                        backend.as_str()
                     ),
                 });
                 wait_node_ready(&nodes, node, self.node_timeout).await?;

@@ -7,6 +7,71 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A Node condition's status, as the API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl ConditionStatus {
+    /// From the API's string; anything unexpected is `Unknown`.
+    pub fn parse(s: &str) -> ConditionStatus {
+        match s {
+            "True" => ConditionStatus::True,
+            "False" => ConditionStatus::False,
+            _ => ConditionStatus::Unknown,
+        }
+    }
+}
+
+/// A Pod's `status.phase`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PodPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl PodPhase {
+    /// From the API's string; a pod without a phase yet is `Pending`.
+    pub fn parse(s: Option<&str>) -> PodPhase {
+        match s {
+            None | Some("Pending") => PodPhase::Pending,
+            Some("Running") => PodPhase::Running,
+            Some("Succeeded") => PodPhase::Succeeded,
+            Some("Failed") => PodPhase::Failed,
+            Some(_) => PodPhase::Unknown,
+        }
+    }
+}
+
+/// The API resource a watcher follows; a watch gap names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resource {
+    Nodes,
+    Pods,
+    VolumeAttachments,
+    Events,
+}
+
+/// What a fault's time zero (its `fault-injected` instant) was taken from, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeZeroBasis {
+    /// The container runtime's own record of the node dying (Docker's `die` event, `timeNano`).
+    RuntimeDieEvent,
+    /// The fault is a rule or a stopped service: in effect when the command that put it in
+    /// place returned.
+    CommandReturned,
+    /// No better evidence: the moment the request to apply the fault returned (an upper bound).
+    RequestReturned,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     pub at_ms: u64,
@@ -35,15 +100,24 @@ pub enum EventKind {
     },
     /// The fault is about to be applied (its undo is already in the journal).
     FaultInjecting { fault: String, node: String },
-    /// The fault was applied (e.g. the node container is killed).
-    FaultInjected { fault: String, node: String },
+    /// The fault took effect: time zero of the phases. `at_ms` is the best evidence of the
+    /// effect (see `basis`), which can be earlier than the moment this line was written; the
+    /// `fault-injecting` event before it and `returned_ms` bound it.
+    FaultInjected {
+        fault: String,
+        node: String,
+        #[serde(default = "default_basis")]
+        basis: TimeZeroBasis,
+        /// Run clock when the call that applied the fault returned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        returned_ms: Option<u64>,
+    },
     /// The fault was undone (e.g. the node container runs again).
     FaultHealed { fault: String, node: String },
     /// A Node's Ready condition as observed (emitted when it changes).
     NodeReady {
         node: String,
-        /// "True", "False" or "Unknown".
-        status: String,
+        status: ConditionStatus,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
@@ -64,8 +138,7 @@ pub enum EventKind {
         uid: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         node: Option<String>,
-        /// Pending, Running, Succeeded, Failed, Unknown.
-        phase: String,
+        phase: PodPhase,
         /// deletionTimestamp is set.
         terminating: bool,
         ready: bool,
@@ -117,6 +190,18 @@ pub enum EventKind {
     },
     /// The recovery timeout elapsed before the replacement was Ready.
     RecoveryTimeout { after_ms: u64 },
+    /// A watcher lost its stream (an error; it retries with backoff). Until the matching
+    /// `watch-resumed`, changes of `resource` are seen late or not at all: a phase first seen in
+    /// that window is uncertain.
+    WatchGap { resource: Resource, error: String },
+    /// The watcher delivers again; `relisted`: it listed every object anew (changes in between
+    /// were coalesced).
+    WatchResumed { resource: Resource, relisted: bool },
+    /// A probe of the workload (the ledger's status through the API server's pod proxy) began
+    /// failing. Expected while its node is down; recorded as evidence, not shown as an error.
+    ProbeFailing { pod: String, error: String },
+    /// The probe answers again after `failures` failed attempts.
+    ProbeRecovered { pod: String, failures: u64 },
     /// Free-form note from the harness (e.g. a step it took).
     Note { message: String },
     /// The run's observation ended (last line of a complete events.jsonl).
@@ -124,4 +209,37 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+impl TimeZeroBasis {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeZeroBasis::RuntimeDieEvent => "runtime-die-event",
+            TimeZeroBasis::CommandReturned => "command-returned",
+            TimeZeroBasis::RequestReturned => "request-returned",
+        }
+    }
+}
+
+fn default_basis() -> TimeZeroBasis {
+    TimeZeroBasis::RequestReturned
+}
+
+impl EventKind {
+    /// The watched resource this event was derived from; `None` for what the harness itself
+    /// did or noted.
+    pub fn resource(&self) -> Option<Resource> {
+        match self {
+            EventKind::NodeReady { .. }
+            | EventKind::NodeTaint { .. }
+            | EventKind::NodeAdded { .. }
+            | EventKind::NodeDeleted { .. } => Some(Resource::Nodes),
+            EventKind::Pod { .. } | EventKind::PodDeleted { .. } => Some(Resource::Pods),
+            EventKind::VolumeAttachment { .. } | EventKind::VolumeAttachmentDeleted { .. } => {
+                Some(Resource::VolumeAttachments)
+            }
+            EventKind::KubeEvent { .. } => Some(Resource::Events),
+            _ => None,
+        }
+    }
 }

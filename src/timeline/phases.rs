@@ -1,8 +1,16 @@
-//! Phases and metrics of a run, computed from its events (pure).
+//! Phases and metrics of a run, computed from its events by ONE incremental [`Tracker`] (pure).
+//! The runner feeds the same tracker the events as they are recorded and waits on its answers
+//! (steady state, node NotReady, replacement Ready); the reports fold the recorded events through
+//! it again. What the runner waited for is, by construction, what the report says happened.
 //!
 //! The fault (the first `fault-injected` event) is time zero. Every phase is the FIRST event at
 //! or after the fault that matches it; its time is counted in milliseconds from the fault.
 //! Events before the fault never make a phase, and without a fault there are no phases.
+//!
+//! **Watch gaps.** A `watch-gap` of a resource opens a window that its `watch-resumed` closes;
+//! a phase first seen through that resource inside the window is *uncertain*: it happened
+//! somewhere between the gap's start and the moment it was seen. It keeps both bounds and is
+//! never turned into a metric (a number nobody observed is absent, not guessed).
 //!
 //! **The failover window.** Failover is what happens while the node is down and before the
 //! harness gives up. The window closes at the first `recovery-timeout` or `fault-healed`
@@ -17,7 +25,7 @@
 //! the old uid never counts as a replacement; without a known old uid there is no replacement
 //! at all (any pod could be the old one).
 
-use super::{Event, EventKind};
+use super::{ConditionStatus, Event, EventKind, PodPhase, Resource, TimeZeroBasis};
 use std::collections::BTreeMap;
 
 /// Taint the node lifecycle controller puts on a node that stopped reporting.
@@ -46,16 +54,19 @@ pub enum Phase {
     NodeDeleted,
     /// The volume attachment on the target node is detached or deleted.
     VolumeDetached,
-    /// A pod with the target's name and a new uid exists.
+    /// A pod of the workload other than the old one exists (whatever its name).
     ReplacementCreated,
     /// The replacement is bound to a node.
     ReplacementScheduled,
     /// A volume is attached to a node other than the target.
     VolumeAttached,
-    /// The replacement's phase is Running.
+    /// The replacement's phase is Running and it is not terminating.
     ReplacementRunning,
-    /// The replacement is Ready.
+    /// The replacement is Ready and not terminating.
     ReplacementReady,
+    /// Two different pods of the workload were Running (and not terminating) at the same time,
+    /// as the API server saw them.
+    TwoPodsRunning,
     /// The fault was undone.
     FaultHealed,
     /// The recovery timeout elapsed before the replacement was Ready.
@@ -64,7 +75,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the usual order of a failover.
-    pub const ALL: [Phase; 16] = [
+    pub const ALL: [Phase; 17] = [
         Phase::FaultInjected,
         Phase::NodeNotReady,
         Phase::UnreachableTaint,
@@ -79,6 +90,7 @@ impl Phase {
         Phase::VolumeAttached,
         Phase::ReplacementRunning,
         Phase::ReplacementReady,
+        Phase::TwoPodsRunning,
         Phase::FaultHealed,
         Phase::RecoveryTimeout,
     ];
@@ -100,6 +112,7 @@ impl Phase {
             Phase::VolumeAttached => "volume-attached",
             Phase::ReplacementRunning => "replacement-running",
             Phase::ReplacementReady => "replacement-ready",
+            Phase::TwoPodsRunning => "two-pods-running",
             Phase::FaultHealed => "fault-healed",
             Phase::RecoveryTimeout => "recovery-timeout",
         }
@@ -108,10 +121,6 @@ impl Phase {
     /// The phase of a kebab-case name.
     pub fn from_name(name: &str) -> Option<Phase> {
         Phase::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    fn index(self) -> usize {
-        self as usize
     }
 }
 
@@ -187,6 +196,26 @@ impl std::fmt::Display for Metric {
     }
 }
 
+/// A phase as it was observed: when, and — when it was first seen at the end of a watch gap —
+/// the earliest moment it could have happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseAt {
+    pub phase: Phase,
+    /// Milliseconds from the fault to the first observation.
+    pub at_ms: u64,
+    /// `Some(lower bound)` when uncertain (seen inside a watch gap that began then).
+    pub since_ms: Option<u64>,
+}
+
+/// How time zero was taken, and the bounds around it (ms relative to time zero: the request
+/// was made `requested_ms` (≤ 0) and the call returned at `returned_ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeZero {
+    pub basis: TimeZeroBasis,
+    pub requested_ms: Option<i64>,
+    pub returned_ms: Option<i64>,
+}
+
 /// What the events of one run say about its failover.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Timeline {
@@ -198,37 +227,53 @@ pub struct Timeline {
     pub old_uid: Option<String>,
     /// `at_ms` of the first `fault-injected` event (time zero of the phases).
     pub fault_at_ms: Option<u64>,
+    /// Where time zero came from.
+    pub time_zero: Option<TimeZero>,
     /// The node of the replacement: where it became Ready, else where it was scheduled.
     pub replacement_node: Option<String>,
+    /// The pod name of the replacement (a Deployment's replacement has a new name).
+    pub replacement_pod: Option<String>,
     /// The uid of the replacement: the one that became Ready, else the first one created.
     pub replacement_uid: Option<String>,
     /// The remediation of the first `remediation-applied` event in the failover window.
     pub remediation: Option<String>,
-    /// Phases that happened, in time order (ties in the order of [`Phase::ALL`]), with their
-    /// time in milliseconds from the fault.
-    pub phases: Vec<(Phase, u64)>,
+    /// Phases that happened, in time order (ties in the order of [`Phase::ALL`]).
+    pub phases: Vec<PhaseAt>,
     /// How long after the fault the failover was observed: until the failover window closed
     /// (recovery timeout or fault healed), else until the last event. `None` without a fault.
     pub observed_ms: Option<u64>,
+    /// Watch gaps after the fault: (resource, from ms, until ms or `None` if never resumed).
+    pub gaps: Vec<(Resource, u64, Option<u64>)>,
 }
 
 impl Timeline {
-    /// Milliseconds from the fault to `phase`, when it happened.
+    /// The observation of `phase`, when it happened.
+    pub fn phase(&self, phase: Phase) -> Option<&PhaseAt> {
+        self.phases.iter().find(|p| p.phase == phase)
+    }
+
+    /// Milliseconds from the fault to the first observation of `phase`, certain or not.
     pub fn at(&self, phase: Phase) -> Option<u64> {
-        self.phases
-            .iter()
-            .find(|(p, _)| *p == phase)
-            .map(|(_, ms)| *ms)
+        self.phase(phase).map(|p| p.at_ms)
     }
 
     /// Whether `phase` happened.
     pub fn has(&self, phase: Phase) -> bool {
-        self.at(phase).is_some()
+        self.phase(phase).is_some()
     }
 
-    /// Milliseconds from the fault for `metric`; `None` (not zero) when its phase never happened.
+    /// Milliseconds from the fault for `metric`; `None` (not zero) when its phase never happened
+    /// or was only seen at the end of a watch gap (see [`Timeline::bounds`]).
     pub fn metric(&self, metric: Metric) -> Option<u64> {
-        self.at(metric.phase())
+        self.phase(metric.phase())
+            .filter(|p| p.since_ms.is_none())
+            .map(|p| p.at_ms)
+    }
+
+    /// The interval `metric` lies in: `(t, t)` when observed, `(since, seen)` when uncertain.
+    pub fn bounds(&self, metric: Metric) -> Option<(u64, u64)> {
+        self.phase(metric.phase())
+            .map(|p| (p.since_ms.unwrap_or(p.at_ms), p.at_ms))
     }
 
     /// Every metric that has a value, by name.
@@ -250,184 +295,353 @@ impl Timeline {
     }
 }
 
-/// Computes the timeline of one run from its events, in the order they were recorded.
-pub fn analyze(events: &[Event]) -> Timeline {
-    let fault_idx = events
-        .iter()
-        .position(|e| matches!(e.what, EventKind::FaultInjected { .. }));
-    let before = &events[..fault_idx.unwrap_or(events.len())];
-    let steady = before.iter().rev().find_map(|e| match &e.what {
-        EventKind::WorkloadReady { pod, uid, node } => Some((pod, uid, node)),
-        _ => None,
-    });
+/// The latest observed state of one pod of the workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodView {
+    pub name: String,
+    pub uid: String,
+    pub node: Option<String>,
+    pub phase: PodPhase,
+    pub terminating: bool,
+    pub ready: bool,
+}
 
-    let mut tl = Timeline {
-        target_pod: steady.map(|(pod, _, _)| pod.clone()),
-        old_uid: steady.map(|(_, uid, _)| uid.clone()),
-        target_node: steady.map(|(_, _, node)| node.clone()),
-        ..Timeline::default()
-    };
-
-    let Some(fault_idx) = fault_idx else {
-        return tl;
-    };
-    let fault_at = events[fault_idx].at_ms;
-    tl.fault_at_ms = Some(fault_at);
-    if let EventKind::FaultInjected { node, .. } = &events[fault_idx].what {
-        tl.target_node = Some(node.clone());
+impl PodView {
+    /// Running, Ready, bound to a node and not terminating: it serves the workload.
+    pub fn serving(&self) -> bool {
+        self.phase == PodPhase::Running && self.ready && !self.terminating && self.node.is_some()
     }
 
-    let target_node = tl.target_node.clone();
-    let target_pod = tl.target_pod.clone();
-    let old_uid = tl.old_uid.clone();
-    let on_target = |node: &str| target_node.as_deref() == Some(node);
-    let is_old = |uid: &str| old_uid.as_deref() == Some(uid);
-    // A replacement: the target's name with a uid that is not the old one (needs both known).
-    let is_replacement = |pod: &str, uid: &str| {
-        target_pod.as_deref() == Some(pod) && old_uid.as_deref().is_some_and(|old| old != uid)
-    };
+    fn running(&self) -> bool {
+        self.phase == PodPhase::Running && !self.terminating
+    }
+}
 
-    let mut first: [Option<u64>; Phase::ALL.len()] = [None; Phase::ALL.len()];
-    let mut scheduled_on: Option<String> = None;
-    let mut ready_on: Option<(String, Option<String>)> = None;
-    let mut created_uid: Option<String> = None;
-    let mut closed_at: Option<u64> = None;
-    let mut last_at = fault_at;
+/// One incremental reading of a run's event stream. Feed it every event in recorded order with
+/// [`Tracker::observe`]; ask it what is true now; [`Tracker::timeline`] is the report's view.
+#[derive(Debug, Clone, Default)]
+pub struct Tracker {
+    tl: Timeline,
+    /// The last `workload-ready` so far (before the fault): (pod, uid, node).
+    steady: Option<(String, String, String)>,
+    /// Pods of the workload as last seen, by uid (deleted ones removed).
+    pods: BTreeMap<String, PodView>,
+    /// Nodes' Ready condition as last seen.
+    nodes: BTreeMap<String, ConditionStatus>,
+    /// Open watch gaps: resource → run-clock ms the gap began.
+    open_gaps: BTreeMap<Resource, u64>,
+    first: BTreeMap<Phase, PhaseAt>,
+    requested_at: Option<u64>,
+    created_uid: Option<(String, String)>,
+    scheduled_on: Option<String>,
+    ready_as: Option<(String, String, Option<String>)>,
+    closed: bool,
+    last_at: u64,
+}
 
-    for e in &events[fault_idx..] {
+impl Tracker {
+    pub fn new() -> Tracker {
+        Tracker::default()
+    }
+
+    /// The pod that serves the workload now (Running, Ready, not terminating), preferring the
+    /// one named `name` when given. With more than one serving pod, the first by name.
+    pub fn serving_pod(&self, name: Option<&str>) -> Option<&PodView> {
+        let mut serving = self.pods.values().filter(|p| p.serving());
+        match name {
+            Some(n) => serving.find(|p| p.name == n),
+            None => serving.min_by(|a, b| a.name.cmp(&b.name)),
+        }
+    }
+
+    /// Every pod of the workload as last seen.
+    pub fn pods(&self) -> impl Iterator<Item = &PodView> {
+        self.pods.values()
+    }
+
+    /// Whether `phase` has happened (after the fault).
+    pub fn has(&self, phase: Phase) -> bool {
+        self.first.contains_key(&phase)
+    }
+
+    /// The timeline so far.
+    pub fn timeline(&self) -> Timeline {
+        let mut tl = self.tl.clone();
+        let mut phases: Vec<PhaseAt> = Phase::ALL
+            .into_iter()
+            .filter_map(|p| self.first.get(&p).copied())
+            .collect();
+        // Stable: equal times keep the order of Phase::ALL.
+        phases.sort_by_key(|p| p.at_ms);
+        tl.phases = phases;
+        if let Some(fault_at) = tl.fault_at_ms {
+            if !self.closed {
+                tl.observed_ms = Some(self.last_at.saturating_sub(fault_at));
+            }
+            for (resource, since) in &self.open_gaps {
+                if !tl
+                    .gaps
+                    .iter()
+                    .any(|(r, _, end)| r == resource && end.is_none())
+                {
+                    tl.gaps
+                        .push((*resource, since.saturating_sub(fault_at), None));
+                }
+            }
+        }
+        match &self.ready_as {
+            Some((pod, uid, node)) => {
+                tl.replacement_pod = Some(pod.clone());
+                tl.replacement_uid = Some(uid.clone());
+                tl.replacement_node = node.clone().or_else(|| self.scheduled_on.clone());
+            }
+            None => {
+                tl.replacement_pod = self.created_uid.as_ref().map(|(p, _)| p.clone());
+                tl.replacement_uid = self.created_uid.as_ref().map(|(_, u)| u.clone());
+                tl.replacement_node = self.scheduled_on.clone();
+            }
+        }
+        tl
+    }
+
+    /// Takes in the next recorded event.
+    pub fn observe(&mut self, e: &Event) {
+        self.last_at = self.last_at.max(e.at_ms);
+        // Live state, before and after the fault alike.
+        match &e.what {
+            EventKind::Pod {
+                pod,
+                uid,
+                node,
+                phase,
+                terminating,
+                ready,
+                ..
+            } => {
+                self.pods.insert(
+                    uid.clone(),
+                    PodView {
+                        name: pod.clone(),
+                        uid: uid.clone(),
+                        node: node.clone(),
+                        phase: *phase,
+                        terminating: *terminating,
+                        ready: *ready,
+                    },
+                );
+            }
+            EventKind::PodDeleted { uid, .. } => {
+                self.pods.remove(uid);
+            }
+            EventKind::NodeReady { node, status, .. } => {
+                self.nodes.insert(node.clone(), *status);
+            }
+            EventKind::NodeDeleted { node } => {
+                self.nodes.remove(node);
+            }
+            EventKind::WatchGap { resource, .. } => {
+                self.open_gaps.entry(*resource).or_insert(e.at_ms);
+            }
+            EventKind::WatchResumed { resource, .. } => {
+                if let Some(since) = self.open_gaps.remove(resource) {
+                    if let Some(f) = self.tl.fault_at_ms {
+                        if e.at_ms >= f {
+                            self.tl.gaps.push((
+                                *resource,
+                                since.saturating_sub(f),
+                                Some(e.at_ms - f),
+                            ));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        let Some(fault_at) = self.tl.fault_at_ms else {
+            self.before_fault(e);
+            return;
+        };
         if e.at_ms < fault_at {
-            continue;
+            return;
         }
         let t = e.at_ms - fault_at;
-        last_at = last_at.max(e.at_ms);
         let mut hit: Vec<Phase> = Vec::new();
         match &e.what {
             EventKind::FaultHealed { .. } => hit.push(Phase::FaultHealed),
             EventKind::RecoveryTimeout { .. } => hit.push(Phase::RecoveryTimeout),
             _ => {}
         }
-        if closed_at.is_none() {
-            match &e.what {
-                EventKind::FaultInjected { .. } => hit.push(Phase::FaultInjected),
-                EventKind::NodeReady { node, status, .. }
-                    if on_target(node) && status != "True" =>
-                {
-                    hit.push(Phase::NodeNotReady)
-                }
-                EventKind::NodeTaint {
-                    node,
-                    key,
-                    added: true,
-                    ..
-                } if on_target(node) => {
-                    if key == UNREACHABLE_TAINT {
-                        hit.push(Phase::UnreachableTaint);
-                    } else if key == OUT_OF_SERVICE_TAINT {
-                        hit.push(Phase::OutOfServiceTaint);
-                    }
-                }
-                EventKind::RemediationApplied { remediation, .. } => {
-                    if tl.remediation.is_none() {
-                        tl.remediation = Some(remediation.clone());
-                    }
-                    if remediation == "out-of-service-taint" {
-                        hit.push(Phase::OutOfServiceTaint);
-                    }
-                    hit.push(Phase::RemediationApplied);
-                }
-                EventKind::PodDeleted { uid, .. } if is_old(uid) => hit.push(Phase::OldPodDeleted),
-                EventKind::NodeDeleted { node } if on_target(node) => hit.push(Phase::NodeDeleted),
-                EventKind::VolumeAttachment { node, attached, .. } => {
-                    if !attached && on_target(node) {
-                        hit.push(Phase::VolumeDetached);
-                    } else if *attached && !on_target(node) {
-                        hit.push(Phase::VolumeAttached);
-                    }
-                }
-                EventKind::VolumeAttachmentDeleted { node, .. } if on_target(node) => {
-                    hit.push(Phase::VolumeDetached)
-                }
-                EventKind::Pod {
-                    pod,
-                    uid,
-                    node,
-                    phase,
-                    terminating,
-                    ready,
-                    ..
-                } => {
-                    if is_old(uid) {
-                        if *terminating {
-                            hit.push(Phase::PodTerminating);
-                        }
-                    } else if is_replacement(pod, uid) {
-                        hit.push(Phase::ReplacementCreated);
-                        if created_uid.is_none() {
-                            created_uid = Some(uid.clone());
-                        }
-                        if let Some(n) = node {
-                            hit.push(Phase::ReplacementScheduled);
-                            if scheduled_on.is_none() {
-                                scheduled_on = Some(n.clone());
-                            }
-                        }
-                        if phase == "Running" {
-                            hit.push(Phase::ReplacementRunning);
-                        }
-                        if *ready {
-                            hit.push(Phase::ReplacementReady);
-                            if ready_on.is_none() {
-                                ready_on = Some((uid.clone(), node.clone()));
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
+        if !self.closed {
+            self.failover_phases(e, &mut hit);
         }
-        for p in hit {
-            first[p.index()].get_or_insert(t);
+        let since = e
+            .what
+            .resource()
+            .and_then(|r| self.open_gaps.get(&r))
+            .map(|since| since.saturating_sub(fault_at));
+        for phase in hit {
+            self.first.entry(phase).or_insert(PhaseAt {
+                phase,
+                at_ms: t,
+                since_ms: since,
+            });
         }
-        if closed_at.is_none()
+        if !self.closed
             && matches!(
                 e.what,
                 EventKind::RecoveryTimeout { .. } | EventKind::FaultHealed { .. }
             )
         {
-            closed_at = Some(t);
+            self.closed = true;
+            self.tl.observed_ms = Some(t);
         }
     }
 
-    let mut phases: Vec<(Phase, u64)> = Phase::ALL
-        .into_iter()
-        .filter_map(|p| first[p.index()].map(|t| (p, t)))
-        .collect();
-    // Stable: equal times keep the order of Phase::ALL.
-    phases.sort_by_key(|&(_, t)| t);
-    tl.phases = phases;
-    tl.observed_ms = Some(closed_at.unwrap_or(last_at - fault_at));
-    match ready_on {
-        Some((uid, node)) => {
-            tl.replacement_uid = Some(uid);
-            tl.replacement_node = node.or(scheduled_on);
-        }
-        None => {
-            tl.replacement_uid = created_uid;
-            tl.replacement_node = scheduled_on;
+    fn before_fault(&mut self, e: &Event) {
+        match &e.what {
+            EventKind::WorkloadReady { pod, uid, node } => {
+                self.steady = Some((pod.clone(), uid.clone(), node.clone()));
+                self.tl.target_pod = Some(pod.clone());
+                self.tl.old_uid = Some(uid.clone());
+                self.tl.target_node = Some(node.clone());
+            }
+            EventKind::FaultInjecting { .. } => self.requested_at = Some(e.at_ms),
+            EventKind::FaultInjected {
+                node,
+                basis,
+                returned_ms,
+                ..
+            } => {
+                self.tl.fault_at_ms = Some(e.at_ms);
+                self.tl.target_node = Some(node.clone());
+                let rel = |ms: u64| ms as i64 - e.at_ms as i64;
+                self.tl.time_zero = Some(TimeZero {
+                    basis: *basis,
+                    requested_ms: self.requested_at.map(rel),
+                    returned_ms: returned_ms.map(rel),
+                });
+                self.first.insert(
+                    Phase::FaultInjected,
+                    PhaseAt {
+                        phase: Phase::FaultInjected,
+                        at_ms: 0,
+                        since_ms: None,
+                    },
+                );
+                // Two pods running already at the fault is a fact of the steady state, not a
+                // phase of the failover.
+            }
+            _ => {}
         }
     }
-    tl
+
+    fn failover_phases(&mut self, e: &Event, hit: &mut Vec<Phase>) {
+        let target_node = self.tl.target_node.clone();
+        let on_target = |node: &str| target_node.as_deref() == Some(node);
+        let old_uid = self.tl.old_uid.clone();
+        let is_old = |uid: &str| old_uid.as_deref() == Some(uid);
+        match &e.what {
+            EventKind::NodeReady { node, status, .. }
+                if on_target(node) && *status != ConditionStatus::True =>
+            {
+                hit.push(Phase::NodeNotReady)
+            }
+            EventKind::NodeTaint {
+                node,
+                key,
+                added: true,
+                ..
+            } if on_target(node) => {
+                if key == UNREACHABLE_TAINT {
+                    hit.push(Phase::UnreachableTaint);
+                } else if key == OUT_OF_SERVICE_TAINT {
+                    hit.push(Phase::OutOfServiceTaint);
+                }
+            }
+            EventKind::RemediationApplied { remediation, .. } => {
+                if self.tl.remediation.is_none() {
+                    self.tl.remediation = Some(remediation.clone());
+                }
+                if remediation == "out-of-service-taint" {
+                    hit.push(Phase::OutOfServiceTaint);
+                }
+                hit.push(Phase::RemediationApplied);
+            }
+            EventKind::PodDeleted { uid, .. } if is_old(uid) => hit.push(Phase::OldPodDeleted),
+            EventKind::NodeDeleted { node } if on_target(node) => hit.push(Phase::NodeDeleted),
+            EventKind::VolumeAttachment { node, attached, .. } => {
+                if !attached && on_target(node) {
+                    hit.push(Phase::VolumeDetached);
+                } else if *attached && !on_target(node) {
+                    hit.push(Phase::VolumeAttached);
+                }
+            }
+            EventKind::VolumeAttachmentDeleted { node, .. } if on_target(node) => {
+                hit.push(Phase::VolumeDetached)
+            }
+            EventKind::Pod {
+                pod,
+                uid,
+                node,
+                phase,
+                terminating,
+                ready,
+                ..
+            } => {
+                if is_old(uid) {
+                    if *terminating {
+                        hit.push(Phase::PodTerminating);
+                    }
+                } else if old_uid.is_some() {
+                    // Any other pod of the workload: a replacement, whatever its name.
+                    hit.push(Phase::ReplacementCreated);
+                    if self.created_uid.is_none() {
+                        self.created_uid = Some((pod.clone(), uid.clone()));
+                    }
+                    if let Some(n) = node {
+                        hit.push(Phase::ReplacementScheduled);
+                        if self.scheduled_on.is_none() {
+                            self.scheduled_on = Some(n.clone());
+                        }
+                    }
+                    if *phase == PodPhase::Running && !terminating {
+                        hit.push(Phase::ReplacementRunning);
+                    }
+                    if *ready && !terminating {
+                        hit.push(Phase::ReplacementReady);
+                        if self.ready_as.is_none() {
+                            self.ready_as = Some((pod.clone(), uid.clone(), node.clone()));
+                        }
+                    }
+                }
+                if self.pods.values().filter(|p| p.running()).count() >= 2 {
+                    hit.push(Phase::TwoPodsRunning);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Computes the timeline of one run from its events, in the order they were recorded.
+pub fn analyze(events: &[Event]) -> Timeline {
+    let mut tracker = Tracker::new();
+    for e in events {
+        tracker.observe(e);
+    }
+    tracker.timeline()
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
-    pub(crate) const OOS_TAINT: &str = include_str!("../../tests/fixtures/events/oos-taint.jsonl");
+    pub(crate) const OOS_TAINT: &str =
+        include_str!("../../tests/fixtures/synthetic/events/oos-taint.jsonl");
     pub(crate) const NONE_TIMEOUT: &str =
-        include_str!("../../tests/fixtures/events/none-timeout.jsonl");
+        include_str!("../../tests/fixtures/synthetic/events/none-timeout.jsonl");
     pub(crate) const FORCE_DELETE: &str =
-        include_str!("../../tests/fixtures/events/force-delete.jsonl");
+        include_str!("../../tests/fixtures/synthetic/events/force-delete.jsonl");
 
     /// Parses an events.jsonl text; panics with the line number on a bad line.
     pub(crate) fn parse(text: &str) -> Vec<Event> {
@@ -459,7 +673,7 @@ pub(crate) mod tests {
             pod: "writer-0".into(),
             uid: uid.into(),
             node: node.map(Into::into),
-            phase: phase.into(),
+            phase: PodPhase::parse(Some(phase)),
             terminating,
             ready,
             started_at: None,
@@ -467,7 +681,10 @@ pub(crate) mod tests {
     }
 
     fn names(tl: &Timeline) -> Vec<(&'static str, u64)> {
-        tl.phases.iter().map(|(p, t)| (p.name(), *t)).collect()
+        tl.phases
+            .iter()
+            .map(|p| (p.phase.name(), p.at_ms))
+            .collect()
     }
 
     #[test]
@@ -614,7 +831,7 @@ pub(crate) mod tests {
                 0,
                 EventKind::NodeReady {
                     node: "w1".into(),
-                    status: "False".into(),
+                    status: ConditionStatus::False,
                     reason: None,
                 },
             ),
@@ -641,13 +858,15 @@ pub(crate) mod tests {
                 EventKind::FaultInjected {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
+                    basis: TimeZeroBasis::RequestReturned,
+                    returned_ms: None,
                 },
             ),
             ev(
                 150,
                 EventKind::NodeReady {
                     node: "w2".into(),
-                    status: "False".into(),
+                    status: ConditionStatus::False,
                     reason: None,
                 },
             ),
@@ -682,6 +901,8 @@ pub(crate) mod tests {
                 EventKind::FaultInjected {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
+                    basis: TimeZeroBasis::RequestReturned,
+                    returned_ms: None,
                 },
             ),
             ev(
@@ -703,7 +924,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn the_old_uid_never_counts_as_replacement() {
+    fn the_old_uid_never_counts_as_replacement_any_other_pod_does() {
         let events = vec![
             ev(
                 0,
@@ -718,20 +939,23 @@ pub(crate) mod tests {
                 EventKind::FaultInjected {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
+                    basis: TimeZeroBasis::RequestReturned,
+                    returned_ms: None,
                 },
             ),
             // The old pod flapping, even "moving" to another node in a bogus event.
             ev(20, pod("old", Some("w1"), "Running", false, false)),
             ev(30, pod("old", Some("w2"), "Running", false, true)),
             ev(40, pod("old", Some("w1"), "Running", true, true)),
-            // Another pod's name with a new uid is not a replacement either.
+            // Any other pod of the workload is a replacement, whatever its name (a
+            // Deployment's replacement has a new one).
             ev(
                 50,
                 EventKind::Pod {
                     pod: "writer-1".into(),
                     uid: "other".into(),
                     node: Some("w2".into()),
-                    phase: "Running".into(),
+                    phase: PodPhase::Running,
                     terminating: false,
                     ready: true,
                     started_at: None,
@@ -741,10 +965,137 @@ pub(crate) mod tests {
         let tl = analyze(&events);
         assert_eq!(
             names(&tl),
-            vec![("fault-injected", 0), ("pod-terminating", 30)]
+            vec![
+                ("fault-injected", 0),
+                ("pod-terminating", 30),
+                ("replacement-created", 40),
+                ("replacement-scheduled", 40),
+                ("replacement-running", 40),
+                ("replacement-ready", 40),
+            ]
         );
-        assert!(!tl.recovered());
-        assert_eq!(tl.replacement_uid, None);
+        assert!(tl.recovered());
+        assert_eq!(tl.replacement_uid.as_deref(), Some("other"));
+        assert_eq!(tl.replacement_pod.as_deref(), Some("writer-1"));
+        assert!(
+            !tl.has(Phase::TwoPodsRunning),
+            "the old pod was terminating"
+        );
+    }
+
+    fn fault(at: u64) -> Event {
+        ev(
+            at,
+            EventKind::FaultInjected {
+                fault: "network-partition".into(),
+                node: "w1".into(),
+                basis: TimeZeroBasis::CommandReturned,
+                returned_ms: Some(at + 3),
+            },
+        )
+    }
+
+    fn ready(at: u64) -> Event {
+        ev(
+            at,
+            EventKind::WorkloadReady {
+                pod: "writer-0".into(),
+                uid: "old".into(),
+                node: "w1".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn two_pods_running_at_once_is_a_phase() {
+        let events = vec![
+            ev(0, pod("old", Some("w1"), "Running", false, true)),
+            ready(1),
+            ev(
+                5,
+                EventKind::FaultInjecting {
+                    fault: "network-partition".into(),
+                    node: "w1".into(),
+                },
+            ),
+            fault(10),
+            // A force-deleted pod's replacement runs while the old one never stopped (its
+            // node is partitioned) — but the API server no longer lists the old one.
+            ev(
+                20,
+                EventKind::PodDeleted {
+                    pod: "writer-0".into(),
+                    uid: "old".into(),
+                    node: Some("w1".into()),
+                },
+            ),
+            ev(30, pod("new", Some("w2"), "Running", false, true)),
+        ];
+        let tl = analyze(&events);
+        assert!(
+            !tl.has(Phase::TwoPodsRunning),
+            "one pod as far as the API knows"
+        );
+        let tz = tl.time_zero.unwrap();
+        assert_eq!(tz.basis, TimeZeroBasis::CommandReturned);
+        assert_eq!((tz.requested_ms, tz.returned_ms), (Some(-5), Some(3)));
+
+        // A Deployment-like replacement while the old pod still counts as Running.
+        let events = vec![
+            ev(0, pod("old", Some("w1"), "Running", false, true)),
+            ready(1),
+            fault(10),
+            ev(30, pod("new", Some("w2"), "Running", false, false)),
+        ];
+        let tl = analyze(&events);
+        assert_eq!(tl.at(Phase::TwoPodsRunning), Some(20));
+    }
+
+    #[test]
+    fn a_phase_seen_inside_a_watch_gap_is_uncertain_and_no_metric() {
+        use crate::timeline::Resource;
+        let events = vec![
+            ev(0, pod("old", Some("w1"), "Running", false, true)),
+            ready(1),
+            fault(10),
+            ev(
+                12,
+                EventKind::NodeReady {
+                    node: "w1".into(),
+                    status: ConditionStatus::False,
+                    reason: None,
+                },
+            ),
+            ev(
+                15,
+                EventKind::WatchGap {
+                    resource: Resource::Pods,
+                    error: "connection reset".into(),
+                },
+            ),
+            // Seen in the relist: it happened some time after the gap began.
+            ev(50, pod("new", Some("w2"), "Running", false, true)),
+            ev(
+                51,
+                EventKind::WatchResumed {
+                    resource: Resource::Pods,
+                    relisted: true,
+                },
+            ),
+        ];
+        let tl = analyze(&events);
+        let ready = tl.phase(Phase::ReplacementReady).unwrap();
+        assert_eq!((ready.at_ms, ready.since_ms), (40, Some(5)));
+        assert_eq!(
+            tl.metric(Metric::TimeToReady),
+            None,
+            "uncertain: not a number"
+        );
+        assert_eq!(tl.bounds(Metric::TimeToReady), Some((5, 40)));
+        // The node watch had no gap: its phase is certain.
+        assert_eq!(tl.metric(Metric::TimeToNotReady), Some(2));
+        assert_eq!(tl.gaps, vec![(Resource::Pods, 5, Some(41))]);
+        assert!(tl.recovered());
     }
 
     #[test]
@@ -755,6 +1106,8 @@ pub(crate) mod tests {
                 EventKind::FaultInjected {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
+                    basis: TimeZeroBasis::RequestReturned,
+                    returned_ms: None,
                 },
             ),
             ev(20, pod("new", Some("w2"), "Running", false, true)),
@@ -780,6 +1133,8 @@ pub(crate) mod tests {
                 EventKind::FaultInjected {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
+                    basis: TimeZeroBasis::RequestReturned,
+                    returned_ms: None,
                 },
             ),
             // Someone else's out-of-service taint, seen on the node before the harness reports.

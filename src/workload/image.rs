@@ -48,7 +48,7 @@ pub fn parse_ldd(text: &str) -> Vec<String> {
         .filter_map(|l| {
             let l = l.trim();
             let path = match l.split_once("=>") {
-                Some((_, rest)) => rest.trim().split_whitespace().next()?,
+                Some((_, rest)) => rest.split_whitespace().next()?,
                 None => l.split_whitespace().next()?,
             };
             path.starts_with('/').then(|| path.to_string())

@@ -37,6 +37,12 @@ pub fn status_url_path() -> &'static str {
     "/status"
 }
 
+/// The path of the endpoint that serves the ledger file itself (a snapshot of its length at the
+/// request), so the harness can collect it through the API server on any storage.
+pub fn ledger_url_path() -> &'static str {
+    "/ledger"
+}
+
 pub fn ledger_path(dir: &Path) -> PathBuf {
     dir.join(LEDGER_FILE)
 }
@@ -55,28 +61,23 @@ pub struct LedgerOptions {
 }
 
 impl LedgerOptions {
-    /// Options with defaults and the incarnation from the environment. Outside Kubernetes the
-    /// pod UID defaults to `local-<pid>` and the names to the host name (or `local`).
-    pub fn from_env(dir: impl Into<PathBuf>, port: u16) -> Self {
-        Self::from_lookup(dir, port, |k| std::env::var(k).ok())
-    }
-
-    /// As [`from_env`](Self::from_env), reading variables through `var`.
-    pub fn from_lookup(
+    /// Options with defaults for the given incarnation (the Downward API's values, read by
+    /// the command line).
+    pub fn new(
         dir: impl Into<PathBuf>,
         port: u16,
-        var: impl Fn(&str) -> Option<String>,
+        pod_uid: String,
+        pod_name: String,
+        node_name: String,
     ) -> Self {
-        let get = |k: &str| var(k).filter(|v| !v.is_empty());
-        let host = get("HOSTNAME").unwrap_or_else(|| "local".into());
         LedgerOptions {
             dir: dir.into(),
             port,
             interval: DEFAULT_INTERVAL,
             payload_len: DEFAULT_PAYLOAD_LEN,
-            pod_uid: get("POD_UID").unwrap_or_else(|| format!("local-{}", std::process::id())),
-            pod_name: get("POD_NAME").unwrap_or_else(|| host.clone()),
-            node_name: get("NODE_NAME").unwrap_or(host),
+            pod_uid,
+            pod_name,
+            node_name,
         }
     }
 }
@@ -340,6 +341,7 @@ impl LedgerWriter {
     /// A handle for the status server.
     pub fn status_source(&self) -> StatusSource {
         StatusSource {
+            ledger: self.path.clone(),
             incarnation: self.incarnation.clone(),
             durable: self.durable.clone(),
             records_at_start: self.recovery.records,
@@ -359,6 +361,7 @@ fn payload(seq: u64, len: usize) -> Vec<u8> {
 /// What the status server reads: shared with the writer through an atomic.
 #[derive(Debug, Clone)]
 pub struct StatusSource {
+    ledger: PathBuf,
     incarnation: Incarnation,
     durable: Arc<AtomicU64>,
     records_at_start: u64,
@@ -379,10 +382,34 @@ impl StatusSource {
 }
 
 /// Answers requests until the server is unblocked: `GET /status` with the [`Status`] JSON,
-/// 404 for anything else.
+/// `GET /ledger` with the ledger file as long as it is at that moment, 404 for anything else.
 pub fn serve(server: &tiny_http::Server, source: &StatusSource) {
     for req in server.incoming_requests() {
         let path = req.url().split('?').next().unwrap_or("");
+        if *req.method() == tiny_http::Method::Get && path == ledger_url_path() {
+            let _ = match std::fs::File::open(&source.ledger) {
+                Ok(file) => {
+                    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                    let len_usize = usize::try_from(len).unwrap_or(usize::MAX);
+                    req.respond(tiny_http::Response::new(
+                        tiny_http::StatusCode(200),
+                        vec![tiny_http::Header::from_bytes(
+                            "Content-Type",
+                            "application/octet-stream",
+                        )
+                        .expect("valid header")],
+                        file.take(len),
+                        Some(len_usize),
+                        None,
+                    ))
+                }
+                Err(e) => req.respond(
+                    tiny_http::Response::from_string(format!("cannot open the ledger: {e}\n"))
+                        .with_status_code(500),
+                ),
+            };
+            continue;
+        }
         let response = if *req.method() == tiny_http::Method::Get && path == status_url_path() {
             let body = serde_json::to_string(&source.status()).unwrap_or_default();
             tiny_http::Response::from_string(body).with_header(
@@ -390,7 +417,8 @@ pub fn serve(server: &tiny_http::Server, source: &StatusSource) {
                     .expect("valid header"),
             )
         } else {
-            tiny_http::Response::from_string("not found: try GET /status\n").with_status_code(404)
+            tiny_http::Response::from_string("not found: try GET /status or GET /ledger\n")
+                .with_status_code(404)
         };
         let _ = req.respond(response);
     }
@@ -464,7 +492,7 @@ pub fn run(opts: LedgerOptions) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::integrity::{check, Ack};
-    use crate::report::Verdict;
+    use crate::outcome::Verdict;
 
     fn incarnation(uid: &str, started_ms: u64, node: &str) -> Incarnation {
         Incarnation::new(uid, started_ms, node, "ledger-0")
@@ -660,33 +688,22 @@ mod tests {
         assert_eq!(st.last_durable_seq, 3);
         assert_eq!(http_get(addr, "/nope").0, 404);
 
+        // The ledger itself, byte for byte as it is on disk.
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "GET /ledger HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(&mut s, &mut raw).unwrap();
+        let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert!(raw.starts_with(b"HTTP/1.1 200"));
+        let on_disk = std::fs::read(w.path()).unwrap();
+        assert_eq!(on_disk.len(), 3 * crate::integrity::RECORD_LEN);
+        assert_eq!(&raw[split..], &on_disk[..]);
+
         server.unblock();
         t.join().unwrap();
-    }
-
-    #[test]
-    fn ledger_options_from_the_environment() {
-        let vars = |k: &str| match k {
-            "POD_UID" => Some("3f2a".to_string()),
-            "POD_NAME" => Some("ledger-0".to_string()),
-            "NODE_NAME" => Some("worker2".to_string()),
-            _ => None,
-        };
-        let o = LedgerOptions::from_lookup("/data", 8080, vars);
-        assert_eq!(
-            (
-                o.pod_uid.as_str(),
-                o.pod_name.as_str(),
-                o.node_name.as_str()
-            ),
-            ("3f2a", "ledger-0", "worker2")
-        );
-        assert_eq!(
-            (o.interval, o.payload_len),
-            (DEFAULT_INTERVAL, DEFAULT_PAYLOAD_LEN)
-        );
-        let o = LedgerOptions::from_lookup("/data", 8080, |_| None);
-        assert!(o.pod_uid.starts_with("local-"));
-        assert_eq!(o.node_name, "local");
     }
 }

@@ -1,25 +1,27 @@
-//! Workloads (effectful edge + pure manifests): the StatefulSet under test, its storage, and
-//! the container image nodedown builds of itself.
+//! Workloads (effectful edge + pure manifests): the **workload seam**. A [`Workload`] knows its
+//! manifests, its storage, how to find "the pod that serves it now" (by label, whatever its
+//! name), and how its evidence comes back after failover ([`Evidence`]). The runner only calls
+//! `deploy`, `selector` and `collect_ledger`.
 
 pub mod image;
 pub mod ledger;
 pub mod writer;
 
+use crate::journal::{Journal, Undo};
 use crate::spec::{WorkloadKind, WorkloadSpec};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume};
+use kube::api::PostParams;
+use kube::{Api, Client};
 use serde_json::json;
+use std::path::{Path, PathBuf};
 
 /// The storage class of testenv's shared host directory; nodedown creates its PersistentVolumes.
 pub const SHARED_CLASS: &str = "nodedown-shared";
 /// Where every testenv node mounts the shared host directory.
 pub const SHARED_NODE_PATH: &str = "/mnt/nodedown-shared";
-/// The host directory behind it.
-pub fn shared_host_dir() -> std::path::PathBuf {
-    std::env::var_os("NODEDOWN_SHARED_DIR")
-        .map(Into::into)
-        .unwrap_or_else(|| "/var/lib/nodedown/shared".into())
-}
+/// The host directory behind it on the testenv machine (the default of `--shared-dir`).
+pub const DEFAULT_SHARED_DIR: &str = "/var/lib/nodedown/shared";
 /// Label on everything nodedown creates, with the run id as value.
 pub const RUN_LABEL: &str = "nodedown.dev/run";
 
@@ -68,6 +70,150 @@ pub fn shared_volume(ns: &str, pod: &str, size: &str, run_id: &str) -> Persisten
 
 /// The port the ledger serves its status on.
 pub const LEDGER_PORT: u16 = 8080;
+
+/// How the ledger comes back after failover.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Evidence {
+    /// Copied from the host directory behind testenv's shared storage class (the fast path;
+    /// only where the harness runs on the machine that holds that directory).
+    HostDir(PathBuf),
+    /// Streamed from the serving pod's own `GET /ledger` through the API server's pod proxy:
+    /// works on any storage class and any cluster.
+    PodProxy,
+}
+
+/// One run's workload: what is deployed, where, and how it is observed.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub spec: WorkloadSpec,
+    pub namespace: String,
+    pub run_id: String,
+    pub image: String,
+    /// The image was loaded into the nodes (never pull it).
+    pub preloaded: bool,
+    /// The host directory behind [`SHARED_CLASS`], when this machine has it.
+    pub shared_dir: Option<PathBuf>,
+}
+
+impl Workload {
+    /// `app=<name>`: every pod of the workload, whatever its name.
+    pub fn selector(&self) -> String {
+        pod_selector(self.spec.kind)
+    }
+
+    /// Creates the namespace, the storage and the controller, journaling each undo first.
+    pub async fn deploy(&self, client: &Client, journal: &Journal) -> Result<(), String> {
+        let jrec = |u: Undo| {
+            journal
+                .record(u)
+                .map(|_| ())
+                .map_err(|e| format!("journal: {e}"))
+        };
+        let ns = &self.namespace;
+        jrec(Undo::DeleteNamespace { name: ns.clone() })?;
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace(ns, &self.run_id))
+            .await
+            .map_err(|e| format!("create namespace {ns}: {e}"))?;
+        if self.spec.storage_class == SHARED_CLASS {
+            // testenv's shared directory: nodedown makes the PersistentVolumes itself.
+            if let Some(dir) = &self.shared_dir {
+                jrec(Undo::RemoveDir { path: dir.join(ns) })?;
+            }
+            let pvs: Api<PersistentVolume> = Api::all(client.clone());
+            for i in 0..self.spec.replicas {
+                let pod = format!("{}-{i}", app_name(self.spec.kind));
+                let pv = shared_volume(ns, &pod, &self.spec.size, &self.run_id);
+                let name = pv.metadata.name.clone().unwrap_or_default();
+                jrec(Undo::DeletePersistentVolume { name: name.clone() })?;
+                pvs.create(&PostParams::default(), &pv)
+                    .await
+                    .map_err(|e| format!("create PersistentVolume {name}: {e}"))?;
+            }
+        }
+        Api::<StatefulSet>::namespaced(client.clone(), ns)
+            .create(
+                &PostParams::default(),
+                &statefulset(&self.spec, &self.image, self.preloaded, &self.run_id),
+            )
+            .await
+            .map_err(|e| format!("create StatefulSet: {e}"))?;
+        Ok(())
+    }
+
+    /// How the ledger comes back: the host directory when this machine holds the shared
+    /// storage, else through the pod proxy.
+    pub fn evidence(&self) -> Evidence {
+        match &self.shared_dir {
+            Some(dir) if self.spec.storage_class == SHARED_CLASS && dir.is_dir() => {
+                Evidence::HostDir(dir.clone())
+            }
+            _ => Evidence::PodProxy,
+        }
+    }
+
+    /// Copies the ledger of `pod` (its claim's volume) into `dest`; returns a note for the
+    /// timeline saying where it came from. `serving` is the pod that serves the workload now,
+    /// whose `GET /ledger` the pod-proxy path reads.
+    pub async fn collect_ledger(
+        &self,
+        client: &Client,
+        pod: &str,
+        serving: Option<&str>,
+        dest: &Path,
+    ) -> Result<String, String> {
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+        }
+        match self.evidence() {
+            Evidence::HostDir(dir) => {
+                let source = dir
+                    .join(&self.namespace)
+                    .join(claim_name(pod))
+                    .join(ledger::LEDGER_FILE);
+                let (s, t) = (source.clone(), dest.to_path_buf());
+                let copied = tokio::task::spawn_blocking(move || std::fs::copy(&s, &t))
+                    .await
+                    .map_err(|e| format!("copying the ledger: {e}"))?
+                    .map_err(|e| format!("copying the ledger {}: {e}", source.display()))?;
+                Ok(format!(
+                    "ledger collected: {copied} bytes from {}",
+                    source.display()
+                ))
+            }
+            Evidence::PodProxy => {
+                let Some(serving) = serving else {
+                    return Err(format!(
+                        "ledger not collected: no pod serves the workload now, and storage class {} is read through the serving pod",
+                        self.spec.storage_class
+                    ));
+                };
+                let url = format!(
+                    "/api/v1/namespaces/{}/pods/{serving}:{LEDGER_PORT}/proxy{}",
+                    self.namespace,
+                    ledger::ledger_url_path()
+                );
+                let request = http::Request::get(&url)
+                    .body(Vec::new())
+                    .expect("valid request");
+                let body = client
+                    .request_stream(request)
+                    .await
+                    .map_err(|e| format!("GET {url}: {e}"))?;
+                let file = std::fs::File::create(dest)
+                    .map_err(|e| format!("creating {}: {e}", dest.display()))?;
+                let mut out = futures::io::AllowStdIo::new(file);
+                let copied = futures::io::copy(body, &mut out)
+                    .await
+                    .map_err(|e| format!("reading {url}: {e}"))?;
+                Ok(format!(
+                    "ledger collected: {copied} bytes from pod {serving} through the API server ({url})"
+                ))
+            }
+        }
+    }
+}
 
 fn container(
     kind: WorkloadKind,

@@ -1,4 +1,4 @@
-//! The journal: every undo action is appended (and synced) BEFORE the action it undoes is
+//! The journal (effectful edge: a file): every undo action is appended (and synced) BEFORE the action it undoes is
 //! taken, so `nodedown cleanup` can restore the cluster after a crash, Ctrl-C or SIGKILL.
 //! `journal.jsonl` lines: `{"op":"do","id":3,"wall":"…","undo":"start-node",…}` and
 //! `{"op":"healed","id":3,"wall":"…"}`.
@@ -13,11 +13,12 @@ use std::sync::Mutex;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "undo", rename_all = "kebab-case")]
 pub enum Undo {
-    /// Undo a fault on a node (start its container, start its kubelet, remove its partition)
-    /// and wait for the Node to be Ready.
+    /// Undo a fault on a node through the backend that applied it (start its machine, start
+    /// its kubelet, remove its partition) and wait for the Node to be Ready.
     HealFault {
+        #[serde(default)]
+        backend: crate::faults::Backend,
         fault: crate::spec::FaultKind,
-        container: String,
         node: String,
     },
     /// Recreate the Node object if the kubelet has not re-registered it by itself.
@@ -91,7 +92,17 @@ impl Journal {
             .max()
             .unwrap_or(0)
             + 1;
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)?;
+        // A torn last line (crash mid-write) must stay a line of its own: end it, or the next
+        // entry would be glued onto the garbage and be lost with it.
+        if ends_torn(&mut file)? {
+            file.write_all(b"\n")?;
+            file.sync_data()?;
+        }
         Ok(Journal {
             path: path.to_path_buf(),
             file: Mutex::new((file, next)),
@@ -133,6 +144,19 @@ impl Journal {
     pub fn pending(&self) -> std::io::Result<Vec<(u64, Undo)>> {
         pending(&read(&self.path)?)
     }
+}
+
+/// Whether a non-empty file does not end with a newline.
+fn ends_torn(file: &mut File) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(false);
+    }
+    file.seek(SeekFrom::Start(len - 1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] != b'\n')
 }
 
 /// Reads a journal file (missing file: empty). A torn last line (crash mid-write) is ignored.
@@ -202,8 +226,8 @@ mod tests {
             .unwrap();
         let node = j
             .record(Undo::HealFault {
+                backend: crate::faults::Backend::Docker,
                 fault: crate::spec::FaultKind::NodeShutdown,
-                container: "w1".into(),
                 node: "w1".into(),
             })
             .unwrap();
@@ -221,5 +245,22 @@ mod tests {
         assert_eq!(p, vec![node, ns]);
         let next = j.record(Undo::RemoveDir { path: "/x".into() }).unwrap();
         assert!(next > node);
+        // The entry written after the torn line reads back, as its own line.
+        drop(j);
+        let entries = read(&path).unwrap();
+        assert!(
+            entries.iter().any(
+                |e| matches!(e, Entry::Do { id, undo: Undo::RemoveDir { .. }, .. } if *id == next)
+            ),
+            "{entries:?}"
+        );
+        let j = Journal::open(&path).unwrap();
+        let p: Vec<u64> = j.pending().unwrap().into_iter().map(|(id, _)| id).collect();
+        assert_eq!(p, vec![node, ns, next]);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("{\"op\":\"do\",\"id\":9\n"),
+            "torn line kept alone: {text}"
+        );
     }
 }

@@ -1,0 +1,263 @@
+//! Reaching the cluster of a run: create or reuse a kind cluster, or connect to an existing one
+//! by kubeconfig; and what that gives the runner — the API client, the node-control backends it
+//! can use, and a way to provide the workload image. This is where kind and Docker are known;
+//! the runner sees only [`Env`].
+
+use super::{client_for_context, client_for_kind, ClusterError, DockerNodes, Kind};
+use crate::faults::{DockerNodeControl, NodeControl};
+use crate::spec::{Experiment, Provider};
+use kube::Client;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Command-line choices about the cluster (flags and their environment variables, read once
+/// by clap).
+#[derive(Debug, Clone, Default)]
+pub struct ClusterOptions {
+    /// kind cluster name (default: the experiment's `cluster.name`, else `nodedown`).
+    pub cluster_name: Option<String>,
+    /// kind config (default: the experiment's `cluster.config`, else kind-configs/fast.yaml).
+    pub kind_config: Option<PathBuf>,
+    /// Use an existing cluster through this kubeconfig context instead of kind.
+    pub context: Option<String>,
+    /// kind node image (default: what testenv built last, from `cache_dir/node-image`).
+    pub node_image: Option<String>,
+    /// Where testenv caches its builds (the node image name, kind).
+    pub cache_dir: PathBuf,
+    /// The kind executable (default: `kind` on PATH, else testenv's cached build).
+    pub kind_bin: Option<PathBuf>,
+}
+
+/// How the cluster was reached; `<out>/session.json`, read by `nodedown cleanup`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub provider: Provider,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind_cluster: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// The kind config the cluster was made from (or found with), for reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+/// What the runs share: the API client, the node-control backends, and the kind cluster when
+/// there is one.
+pub struct Env {
+    pub client: Client,
+    pub session: Session,
+    docker: Option<DockerNodes>,
+    kind: Option<Kind>,
+    created: bool,
+}
+
+impl Env {
+    /// The node-control backends this invocation can reach (empty: none, faults are refused).
+    pub fn node_controls(&self) -> Vec<Arc<dyn NodeControl>> {
+        match &self.docker {
+            Some(d) => vec![Arc::new(DockerNodeControl::new(d.clone())) as Arc<dyn NodeControl>],
+            None => vec![],
+        }
+    }
+
+    /// Reconnects from a session file (for `cleanup`).
+    pub async fn from_session(
+        session: Session,
+        opts: &ClusterOptions,
+    ) -> Result<Env, ClusterError> {
+        let (client, docker, kind) = match (&session.provider, &session.kind_cluster) {
+            (Provider::Kind, Some(name)) => {
+                let kind = Kind::new(name, opts);
+                (
+                    client_for_kind(&kind).await?,
+                    Some(DockerNodes::connect()?),
+                    Some(kind),
+                )
+            }
+            _ => (
+                client_for_context(session.context.as_deref()).await?,
+                None,
+                None,
+            ),
+        };
+        Ok(Env {
+            client,
+            docker,
+            session,
+            kind,
+            created: false,
+        })
+    }
+
+    /// Creates or reuses the cluster for these experiments; `step` reports progress.
+    pub async fn prepare(
+        experiments: &[(PathBuf, Experiment)],
+        opts: &ClusterOptions,
+        step: &dyn Fn(&str),
+    ) -> Result<Env, ClusterError> {
+        let Some((file, spec)) = experiments.first().map(|(f, e)| (f, &e.cluster)) else {
+            return Err(ClusterError::Setup("no experiments".into()));
+        };
+        if opts.context.is_some() || spec.provider == Provider::Existing {
+            step(&format!(
+                "using the existing cluster (context {})",
+                opts.context.as_deref().unwrap_or("current")
+            ));
+            let client = client_for_context(opts.context.as_deref()).await?;
+            client.apiserver_version().await.map_err(|e| {
+                ClusterError::Kubeconfig(format!("the API server does not answer: {e}"))
+            })?;
+            return Ok(Env {
+                client,
+                session: Session {
+                    provider: Provider::Existing,
+                    kind_cluster: None,
+                    context: opts.context.clone(),
+                    profile: None,
+                },
+                docker: None,
+                kind: None,
+                created: false,
+            });
+        }
+        let name = opts
+            .cluster_name
+            .clone()
+            .or(spec.name.clone())
+            .unwrap_or_else(|| "nodedown".into());
+        let config = opts
+            .kind_config
+            .clone()
+            .or_else(|| crate::spec::cluster_config_path(file, spec))
+            .unwrap_or_else(|| PathBuf::from("kind-configs/fast.yaml"));
+        let kind = Kind::new(&name, opts);
+        let docker = DockerNodes::connect()?;
+        docker.ping().await?;
+        let mut created = false;
+        if kind.exists().await? {
+            if !spec.reuse && opts.cluster_name.is_none() {
+                return Err(ClusterError::Setup(format!(
+                    "kind cluster {name} exists and the experiment says reuse: false; delete it (kind delete cluster --name {name}) or pick another name with --cluster-name"
+                )));
+            }
+            step(&format!("reusing kind cluster {name}"));
+        } else {
+            if !config.is_file() {
+                return Err(ClusterError::Setup(format!(
+                    "kind config {} not found; give --kind-config or cluster.config in the experiment",
+                    config.display()
+                )));
+            }
+            let image = opts
+                .node_image
+                .clone()
+                .unwrap_or_else(|| default_node_image(&opts.cache_dir));
+            step(&format!(
+                "creating kind cluster {name} from {} with {image}",
+                config.display()
+            ));
+            kind.create(&config, &image, &docker).await?;
+            created = true;
+        }
+        let client = client_for_kind(&kind).await?;
+        Ok(Env {
+            client,
+            session: Session {
+                provider: Provider::Kind,
+                kind_cluster: Some(name),
+                context: Some(kind.context()),
+                profile: Some(config.display().to_string()),
+            },
+            docker: Some(docker),
+            kind: Some(kind),
+            created,
+        })
+    }
+
+    /// The workload image: the user's, or nodedown's own, built from this executable and loaded
+    /// into every kind node. Returns the reference and whether it was preloaded.
+    pub async fn workload_image(
+        &self,
+        user_image: Option<&str>,
+        step: &dyn Fn(&str),
+    ) -> Result<(String, bool), ClusterError> {
+        if let Some(image) = user_image {
+            return Ok((image.to_string(), false));
+        }
+        let (Some(docker), Some(kind)) = (&self.docker, &self.kind) else {
+            return Err(ClusterError::Setup(
+                "on an existing cluster, set workload.image to an image of nodedown pushed to a registry the cluster can pull from (see README)".into(),
+            ));
+        };
+        let exe = std::env::current_exe()?;
+        let files = crate::workload::image::image_files(&exe)
+            .map_err(|e| ClusterError::Setup(e.to_string()))?;
+        let archive =
+            std::env::temp_dir().join(format!("nodedown-image-{}.tar", std::process::id()));
+        let reference = crate::workload::image::write_archive(&files, &archive)
+            .map_err(|e| ClusterError::Setup(e.to_string()))?;
+        let result = load_into_nodes(docker, &kind.name, &reference, &archive, step).await;
+        let _ = std::fs::remove_file(&archive);
+        result?;
+        Ok((reference, true))
+    }
+
+    /// Deletes a kind cluster this invocation created, unless retained.
+    pub async fn finish(&self, retain: bool) -> Result<(), ClusterError> {
+        if let (true, false, Some(kind)) = (self.created, retain, &self.kind) {
+            kind.delete().await?;
+        }
+        Ok(())
+    }
+}
+
+/// Imports an image archive into every running node of a kind cluster that lacks it, as
+/// `kind load image-archive` does.
+async fn load_into_nodes(
+    docker: &DockerNodes,
+    cluster: &str,
+    reference: &str,
+    archive: &Path,
+    step: &dyn Fn(&str),
+) -> Result<(), ClusterError> {
+    for container in docker.cluster_containers(cluster).await? {
+        if !docker.is_running(&container).await? {
+            continue;
+        }
+        let listed = docker
+            .exec(
+                &container,
+                &["ctr", "-n", "k8s.io", "images", "ls", "-q"],
+                None,
+            )
+            .await?;
+        if listed.lines().any(|l| l.trim() == reference) {
+            continue;
+        }
+        step(&format!("loading {reference} into {container}"));
+        docker
+            .exec(
+                &container,
+                &[
+                    "ctr",
+                    "-n",
+                    "k8s.io",
+                    "images",
+                    "import",
+                    "--all-platforms",
+                    "-",
+                ],
+                Some(archive),
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+fn default_node_image(cache_dir: &Path) -> String {
+    std::fs::read_to_string(cache_dir.join("node-image"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "nodedown/node:latest".into())
+}

@@ -1,0 +1,149 @@
+//! The kind backend: node containers through the Docker API. A power-off is a SIGKILL of the
+//! node container (time zero from Docker's own `die` event); the other faults run commands
+//! inside it (docker exec goes through the Docker daemon, so it works while the node is cut off
+//! from the network).
+
+use super::{
+    heal_partition_script, partition_script, Backend, Effect, NodeControl, NodeError, NodeFault,
+    PowerState,
+};
+use crate::cluster::DockerNodes;
+use crate::spec::FaultKind;
+use crate::timeline::TimeZeroBasis;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use std::time::{Duration, SystemTime};
+
+/// How long to wait for Docker's `die` event after a kill returned.
+const DIE_EVENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub struct DockerNodeControl {
+    docker: DockerNodes,
+}
+
+impl DockerNodeControl {
+    pub fn new(docker: DockerNodes) -> DockerNodeControl {
+        DockerNodeControl { docker }
+    }
+
+    /// kind names each node container after its node.
+    fn container(node: &str) -> &str {
+        node
+    }
+
+    async fn apply_fault(&self, fault: &NodeFault) -> Result<Effect, NodeError> {
+        let c = Self::container(&fault.node);
+        match fault.kind {
+            // Power off: SIGKILL the node container (no shutdown, no goodbye to the API server).
+            FaultKind::NodeShutdown => {
+                let requested = SystemTime::now();
+                self.docker.kill(c).await?;
+                let returned = SystemTime::now();
+                match self
+                    .docker
+                    .die_time(c, requested, DIE_EVENT_TIMEOUT)
+                    .await?
+                {
+                    Some(at) => Ok(Effect {
+                        at,
+                        basis: TimeZeroBasis::RuntimeDieEvent,
+                    }),
+                    None => {
+                        tracing::warn!("no die event for {c} within {DIE_EVENT_TIMEOUT:?}");
+                        Ok(Effect {
+                            at: returned,
+                            basis: TimeZeroBasis::RequestReturned,
+                        })
+                    }
+                }
+            }
+            FaultKind::KubeletStop => {
+                self.docker
+                    .exec(c, &["systemctl", "stop", "kubelet"], None)
+                    .await?;
+                Ok(Effect {
+                    at: SystemTime::now(),
+                    basis: TimeZeroBasis::CommandReturned,
+                })
+            }
+            FaultKind::NetworkPartition => {
+                let script = partition_script(&fault.peers);
+                self.docker.exec(c, &["sh", "-c", &script], None).await?;
+                Ok(Effect {
+                    at: SystemTime::now(),
+                    basis: TimeZeroBasis::CommandReturned,
+                })
+            }
+        }
+    }
+
+    async fn heal_fault(&self, kind: FaultKind, node: &str) -> Result<(), NodeError> {
+        let c = Self::container(node);
+        match kind {
+            FaultKind::NodeShutdown => self.docker.start(c).await?,
+            FaultKind::KubeletStop => {
+                self.docker
+                    .exec(c, &["systemctl", "start", "kubelet"], None)
+                    .await?;
+            }
+            FaultKind::NetworkPartition => {
+                self.docker
+                    .exec(c, &["sh", "-c", &heal_partition_script()], None)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl NodeControl for DockerNodeControl {
+    fn backend(&self) -> Backend {
+        Backend::Docker
+    }
+
+    fn supports(&self, kind: FaultKind) -> bool {
+        matches!(
+            kind,
+            FaultKind::NodeShutdown | FaultKind::KubeletStop | FaultKind::NetworkPartition
+        )
+    }
+
+    fn check_node<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), NodeError>> {
+        async move {
+            // The kind label proves the container is a node of a kind cluster.
+            self.docker
+                .cluster_of(Self::container(node))
+                .await
+                .map(|_| ())
+                .map_err(|e| NodeError::Node {
+                    node: node.into(),
+                    detail: format!("not a kind node container this harness can reach: {e}"),
+                })
+        }
+        .boxed()
+    }
+
+    fn apply<'a>(&'a self, fault: &'a NodeFault) -> BoxFuture<'a, Result<Effect, NodeError>> {
+        self.apply_fault(fault).boxed()
+    }
+
+    fn heal<'a>(&'a self, kind: FaultKind, node: &'a str) -> BoxFuture<'a, Result<(), NodeError>> {
+        self.heal_fault(kind, node).boxed()
+    }
+
+    fn power_off<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), NodeError>> {
+        async move { Ok(self.docker.kill(Self::container(node)).await?) }.boxed()
+    }
+
+    fn power_state<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<PowerState, NodeError>> {
+        async move {
+            Ok(if self.docker.is_running(Self::container(node)).await? {
+                PowerState::On
+            } else {
+                PowerState::Off
+            })
+        }
+        .boxed()
+    }
+}

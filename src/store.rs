@@ -1,0 +1,153 @@
+//! The run directory is the contract: the names of its files and how to read them back. Used
+//! by the runner (which writes them), the offline `report` command and the tests — not by the
+//! pure core, which takes the parsed contents.
+//!
+//! ```text
+//! <out>/session.json  order.txt  results.json  junit.xml  summary.md
+//! <out>/<experiment>/<variant>/<rep>/run.json  events.jsonl  journal.jsonl
+//!                                   acks.jsonl  ledger/ledger.bin
+//! ```
+
+use crate::integrity::{Ack, IntegrityReport};
+use crate::plan::PlannedRun;
+use crate::timeline::Event;
+use std::path::{Path, PathBuf};
+
+pub const RUN_FILE: &str = "run.json";
+pub const EVENTS_FILE: &str = "events.jsonl";
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+/// The acknowledgements the harness observed (see `observe::acks`).
+pub const ACKS_FILE: &str = "acks.jsonl";
+/// The ledger copied out of the workload's volume after failover.
+pub const LEDGER_COPY: &str = "ledger/ledger.bin";
+/// How the cluster was reached (for `nodedown cleanup`).
+pub const SESSION_FILE: &str = "session.json";
+/// The run ids in plan order.
+pub const ORDER_FILE: &str = "order.txt";
+
+/// Ledger evidence of a run: the checker's report and the acknowledgements observed.
+pub type LedgerEvidence = (IntegrityReport, Vec<Ack>);
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {detail}")]
+    Invalid { path: PathBuf, detail: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Reads a run directory's `run.json` and `events.jsonl` (a torn last line — a crash mid-write
+/// — is skipped; a bad line elsewhere is an error naming it).
+pub fn load_run(dir: &Path) -> Result<(PlannedRun, Vec<Event>), StoreError> {
+    let run_json = dir.join(RUN_FILE);
+    let text = std::fs::read_to_string(&run_json).map_err(io(&run_json))?;
+    let run: PlannedRun = serde_json::from_str(&text).map_err(|e| StoreError::Invalid {
+        path: run_json.clone(),
+        detail: format!("not a nodedown run.json: {e}"),
+    })?;
+    let events_path = dir.join(EVENTS_FILE);
+    let text = match std::fs::read_to_string(&events_path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(io(&events_path)(e)),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut events = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(e) => events.push(e),
+            Err(e) if i + 1 == lines.len() && !text.ends_with('\n') => {
+                tracing::warn!("{}: ignoring torn last line: {e}", events_path.display())
+            }
+            Err(e) => {
+                return Err(StoreError::Invalid {
+                    path: events_path.clone(),
+                    detail: format!("line {}: not an event: {e}", i + 1),
+                })
+            }
+        }
+    }
+    Ok((run, events))
+}
+
+/// Every run directory below `out` (those holding a run.json), in plan order when known.
+pub fn run_dirs(out: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![out.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        if dir.join(RUN_FILE).is_file() {
+            found.push(dir.clone());
+        }
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                if e.path().is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+    }
+    let order: Vec<String> = std::fs::read_to_string(out.join(ORDER_FILE))
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect();
+    found.sort_by_key(|d| {
+        let rel = d.strip_prefix(out).unwrap_or(d).display().to_string();
+        (
+            order.iter().position(|o| *o == rel).unwrap_or(usize::MAX),
+            rel,
+        )
+    });
+    found
+}
+
+/// The ledger evidence of a run directory: the checker's report over the collected ledger and
+/// the recorded acks. `None` when the run has no collected ledger.
+pub fn load_ledger(dir: &Path) -> Result<Option<LedgerEvidence>, StoreError> {
+    let ledger = dir.join(LEDGER_COPY);
+    let acks_path = dir.join(ACKS_FILE);
+    if !ledger.is_file() {
+        return Ok(None);
+    }
+    let acks = match std::fs::File::open(&acks_path) {
+        Ok(f) => crate::integrity::read_acks(std::io::BufReader::new(f)).map_err(|e| {
+            StoreError::Invalid {
+                path: acks_path.clone(),
+                detail: e.to_string(),
+            }
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
+        Err(e) => return Err(io(&acks_path)(e)),
+    };
+    let file = std::fs::File::open(&ledger).map_err(io(&ledger))?;
+    let report = crate::integrity::check(std::io::BufReader::new(file), &acks);
+    Ok(Some((report, acks)))
+}
+
+/// Every run below `out`, read back: what the report is computed from.
+#[allow(clippy::type_complexity)]
+pub fn load_all(
+    out: &Path,
+) -> Result<Vec<(PlannedRun, Vec<Event>, Option<LedgerEvidence>)>, StoreError> {
+    run_dirs(out)
+        .into_iter()
+        .map(|dir| {
+            let (run, events) = load_run(&dir)?;
+            let ledger = load_ledger(&dir)?;
+            Ok((run, events, ledger))
+        })
+        .collect()
+}

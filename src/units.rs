@@ -1,0 +1,109 @@
+//! Units for humans and for files (pure): durations and the one statistic the reports share.
+//!
+//! One definition each: every renderer and every verdict formats a duration with
+//! [`fmt_duration`] (the form the experiment loader accepts back) or a measured time with
+//! [`fmt_ms`], and takes a median with [`median`].
+
+use std::time::Duration;
+
+/// A measured time in milliseconds for humans: `0.4s`, `41.2s` below a minute (rounded to
+/// tenths), then `2m03s`, `1h02m03s` (rounded to seconds).
+pub fn fmt_ms(ms: u64) -> String {
+    let tenths = (ms + 50) / 100;
+    if tenths < 600 {
+        return format!("{}.{}s", tenths / 10, tenths % 10);
+    }
+    let secs = (ms + 500) / 1000;
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    if h > 0 {
+        format!("{h}h{m:02}m{s:02}s")
+    } else {
+        format!("{m}m{s:02}s")
+    }
+}
+
+/// A duration as the user writes it in an experiment, without spaces: `2m`, `1m30s`, `7m5s`,
+/// `1h`, `250ms`, `0s`. The spec loader reads every output of this function back as the same
+/// duration (tested in `spec`).
+pub fn fmt_duration(d: Duration) -> String {
+    let total_ms = d.as_millis();
+    if total_ms == 0 {
+        return "0s".into();
+    }
+    let (h, rest) = (total_ms / 3_600_000, total_ms % 3_600_000);
+    let (m, rest) = (rest / 60_000, rest % 60_000);
+    let (s, ms) = (rest / 1000, rest % 1000);
+    let mut out = String::new();
+    for (value, unit) in [(h, "h"), (m, "m"), (s, "s"), (ms, "ms")] {
+        if value > 0 {
+            out.push_str(&format!("{value}{unit}"));
+        }
+    }
+    out
+}
+
+/// Milliseconds of a duration, saturating.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The median of `values`: the middle value, or the mean of the two middle values (rounded
+/// down) when their number is even. `None` for no values.
+pub fn median(values: &[u64]) -> Option<u64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some(v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fmt_ms_for_humans() {
+        assert_eq!(fmt_ms(0), "0.0s");
+        assert_eq!(fmt_ms(449), "0.4s");
+        assert_eq!(fmt_ms(41_249), "41.2s");
+        assert_eq!(fmt_ms(41_250), "41.3s");
+        assert_eq!(fmt_ms(59_949), "59.9s");
+        assert_eq!(fmt_ms(59_950), "1m00s");
+        assert_eq!(fmt_ms(123_000), "2m03s");
+        assert_eq!(fmt_ms(422_740), "7m03s");
+        assert_eq!(fmt_ms(3_723_000), "1h02m03s");
+    }
+
+    #[test]
+    fn fmt_duration_is_compact_and_round_trips_through_humantime() {
+        let cases = [
+            (0, "0s"),
+            (250, "250ms"),
+            (90_000, "1m30s"),
+            (120_000, "2m"),
+            (425_000, "7m5s"),
+            (3_600_000, "1h"),
+            (3_723_004, "1h2m3s4ms"),
+        ];
+        for (ms, text) in cases {
+            let d = Duration::from_millis(ms);
+            assert_eq!(fmt_duration(d), text);
+            assert_eq!(humantime::parse_duration(text).unwrap(), d, "{text}");
+            assert_eq!(crate::spec::duration::parse(text).unwrap(), d, "{text}");
+        }
+    }
+
+    #[test]
+    fn median_odd_even_empty() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[7]), Some(7));
+        assert_eq!(median(&[9, 1, 5]), Some(5));
+        assert_eq!(median(&[1, 2, 3, 10]), Some(2));
+        assert_eq!(median(&[1, 4]), Some(2));
+        assert_eq!(median(&[3, 4]), Some(3));
+        assert_eq!(median(&[u64::MAX, u64::MAX]), Some(u64::MAX));
+    }
+}
