@@ -125,6 +125,20 @@ fn node_shutdown_experiment_compares_four_remediations() {
     let _g = lock_cluster();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
+    // An independent observer of the same runs: Docker's own event stream.
+    let mut docker_events = Command::new("docker")
+        .args([
+            "events",
+            "--filter",
+            "type=container",
+            "--filter",
+            "event=die",
+            "--format",
+            "{{.Actor.Attributes.name}} {{.TimeNano}}",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("docker events");
     let res = run_ok(
         nodedown()
             .args([
@@ -141,6 +155,65 @@ fn node_shutdown_experiment_compares_four_remediations() {
         Some(0),
         "every expectation of node-shutdown.yaml met"
     );
+    // Nothing went wrong, so nothing on the terminal says ERROR (the pod proxy's expected 503s
+    // while the node is down are evidence in events.jsonl, not errors).
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(!stderr.contains("ERROR"), "no ERROR line: {stderr}");
+    assert!(
+        std::fs::read_to_string(dir.join("node-shutdown/out-of-service-taint/1/events.jsonl"))
+            .unwrap()
+            .contains("\"probe-failing\""),
+        "the failing probe is recorded as evidence"
+    );
+    // Time zero lies within 50 ms of Docker's die event for the node container.
+    docker_events.kill().unwrap();
+    let died = String::from_utf8(docker_events.wait_with_output().unwrap().stdout).unwrap();
+    let deaths: Vec<(String, i128)> = died
+        .lines()
+        .filter_map(|l| {
+            let (name, nanos) = l.split_once(' ')?;
+            Some((
+                name.to_string(),
+                nanos.trim().parse::<i128>().ok()? / 1_000_000,
+            ))
+        })
+        .collect();
+    for variant in [
+        "none",
+        "out-of-service-taint",
+        "force-delete-pod",
+        "delete-node",
+    ] {
+        let events =
+            std::fs::read_to_string(dir.join(format!("node-shutdown/{variant}/1/events.jsonl")))
+                .unwrap();
+        let find = |kind: &str| {
+            events
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .find(|e| e["event"] == kind)
+                .unwrap_or_else(|| panic!("{variant}: no {kind} event"))
+        };
+        let wall_ms = |e: &serde_json::Value| {
+            let t = humantime::parse_rfc3339(e["wall"].as_str().unwrap()).unwrap();
+            t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i128
+        };
+        let (injecting, injected) = (find("fault-injecting"), find("fault-injected"));
+        let node = injected["node"].as_str().unwrap();
+        let died_ms = deaths
+            .iter()
+            .filter(|(n, ms)| n == node && *ms >= wall_ms(&injecting) - 5)
+            .map(|(_, ms)| *ms)
+            .min()
+            .unwrap_or_else(|| panic!("{variant}: Docker saw {node} die: {died}"));
+        let off = (wall_ms(&injected) - died_ms).abs();
+        assert!(
+            off <= 50,
+            "{variant}: fault-injected {} ms from Docker's die event",
+            off
+        );
+        assert_eq!(injected["basis"], "runtime-die-event", "{variant}");
+    }
 
     // JUnit parses back, one testcase per variant, no failures.
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
@@ -330,8 +403,13 @@ fn run_experiment(
     let mut cmd = nodedown();
     cmd.args(["run", file, "--cluster-name", &cluster_name(), "--out"])
         .arg(&dir);
-    for o in only {
-        cmd.args(["--only", o]);
+    let mut args = only.iter();
+    while let Some(o) = args.next() {
+        if o.starts_with("--") {
+            cmd.arg(o).args(args.next());
+        } else {
+            cmd.args(["--only", o]);
+        }
     }
     let res = run_ok(&mut cmd);
     let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");
@@ -386,20 +464,31 @@ fn network_partition_unfenced_taint_is_split_brain_and_fencing_loses_nothing() {
     let i = fenced.integrity.as_ref().unwrap();
     assert_eq!(i.verdict, nodedown::report::Verdict::Pass, "{}", i.evidence);
     assert!(!i.split_brain && i.lost_acknowledged == 0);
-    assert!(
-        fenced.metrics.contains_key("write-outage"),
-        "write outage measured: {:?}",
-        fenced.metrics
-    );
+    let outage = fenced.write_outage.as_ref().expect("write outage measured");
+    assert!(outage.from_ms <= 0 && outage.until_ms > 0, "{outage:?}");
+    assert_eq!(outage.duration_ms as i64, outage.until_ms - outage.from_ms);
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 
 #[test]
 fn kubelet_stop_force_delete_is_reported_with_integrity_evidence() {
     let _g = lock_cluster();
-    let (status, report, _dir) =
-        run_experiment("experiments/kubelet-stop.yaml", &["force-delete-pod"]);
+    // The ledger comes back through the API server's pod proxy here (as on any storage class
+    // of any cluster), not from testenv's host directory.
+    let (status, report, dir) = run_experiment(
+        "experiments/kubelet-stop.yaml",
+        &["force-delete-pod", "--ledger-via", "api"],
+    );
     let run = &report.experiments[0].runs[0];
+    let events = std::fs::read_to_string(
+        dir.path()
+            .join("run/kubelet-stop/force-delete-pod/1/events.jsonl"),
+    )
+    .unwrap();
+    assert!(
+        events.contains("through the API server"),
+        "ledger read through the pod proxy"
+    );
     assert_eq!(status.code(), Some(0), "recovered as expected: {run:?}");
     // Whatever happened to the data, it is reported with evidence (the old container kept
     // running with its kubelet stopped, so two writers are the expected finding).

@@ -10,6 +10,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
+pub enum LedgerVia {
+    Auto,
+    Api,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
 pub enum Output {
     Table,
     Json,
@@ -54,6 +60,11 @@ pub struct RunArgs {
     /// present; otherwise the ledger is read through the API server).
     #[arg(long, env = "NODEDOWN_SHARED_DIR", default_value = crate::workload::DEFAULT_SHARED_DIR)]
     pub shared_dir: PathBuf,
+    /// How the ledger comes back after failover: `auto` reads testenv's shared host directory
+    /// when it is on this machine and goes through the API server otherwise; `api` always reads
+    /// it from the serving pod through the API server's pod proxy.
+    #[arg(long, value_enum, default_value_t = LedgerVia::Auto)]
+    pub ledger_via: LedgerVia,
     /// A file the Markdown summary is appended to (GitHub Actions sets it).
     #[arg(long, env = "GITHUB_STEP_SUMMARY", hide_env_values = true)]
     pub step_summary: Option<PathBuf>,
@@ -170,6 +181,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     let settings = RunSettings {
         image,
         shared_dir: Some(args.shared_dir.clone()),
+        ledger_via_api: args.ledger_via == LedgerVia::Api,
     };
     let mut interrupted = false;
     let total = runs.len();

@@ -55,6 +55,8 @@ pub struct RunSettings {
     pub image: (String, bool),
     /// The host directory behind testenv's shared storage class, when this machine has it.
     pub shared_dir: Option<PathBuf>,
+    /// Read the ledger through the API server even when the host directory is here.
+    pub ledger_via_api: bool,
 }
 
 /// A healer for the cluster of `env`.
@@ -287,6 +289,7 @@ impl Steps {
             image: self.settings.image.0.clone(),
             preloaded: self.settings.image.1,
             shared_dir: self.settings.shared_dir.clone(),
+            ledger_via_api: self.settings.ledger_via_api,
         };
         self.progress
             .step(&format!("setup: namespace {}", workload.namespace));

@@ -93,6 +93,8 @@ pub struct Workload {
     pub preloaded: bool,
     /// The host directory behind [`SHARED_CLASS`], when this machine has it.
     pub shared_dir: Option<PathBuf>,
+    /// Read the ledger through the pod proxy even when the host directory is here.
+    pub ledger_via_api: bool,
 }
 
 impl Workload {
@@ -145,7 +147,11 @@ impl Workload {
     /// storage, else through the pod proxy.
     pub fn evidence(&self) -> Evidence {
         match &self.shared_dir {
-            Some(dir) if self.spec.storage_class == SHARED_CLASS && dir.is_dir() => {
+            Some(dir)
+                if !self.ledger_via_api
+                    && self.spec.storage_class == SHARED_CLASS
+                    && dir.is_dir() =>
+            {
                 Evidence::HostDir(dir.clone())
             }
             _ => Evidence::PodProxy,

@@ -1,0 +1,120 @@
+//! The recorded run directories in `tests/fixtures/runs/`: real runs on the testenv cluster
+//! (see its README), trimmed to the files the reports read, never edited. No cluster is needed
+//! here: these are the golden inputs of the pure core.
+
+use nodedown::report::{json, RunResult};
+use nodedown::timeline::{analyze, Metric, Phase};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixtures() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("tests/fixtures/runs")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("results.json").is_file())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 3, "recorded run directories: {dirs:?}");
+    dirs
+}
+
+fn stored(dir: &Path) -> nodedown::report::Report {
+    json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+}
+
+fn run<'a>(report: &'a nodedown::report::Report, id: &str) -> &'a RunResult {
+    report
+        .experiments
+        .iter()
+        .flat_map(|e| &e.runs)
+        .find(|r| r.id == id)
+        .unwrap_or_else(|| panic!("no run {id}"))
+}
+
+/// `nodedown report` of each recorded directory reproduces the results.json the run wrote,
+/// byte for byte.
+#[test]
+fn report_reproduces_each_stored_results_json() {
+    for dir in fixtures() {
+        let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
+            .args(["report", "--format", "json"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let want = std::fs::read_to_string(dir.join("results.json")).unwrap();
+        assert!(
+            String::from_utf8(out.stdout).unwrap() == want,
+            "{}: re-rendered results.json differs",
+            dir.display()
+        );
+    }
+}
+
+/// The tracker's phases over each recorded events.jsonl are the phases in its results.json.
+#[test]
+fn tracker_phases_equal_the_stored_phases() {
+    for dir in fixtures() {
+        let report = stored(&dir);
+        for run_dir in nodedown::store::run_dirs(&dir) {
+            let (planned, events) = nodedown::store::load_run(&run_dir).unwrap();
+            let tl = analyze(&events);
+            let got: Vec<(String, u64, Option<u64>)> = tl
+                .phases
+                .iter()
+                .map(|p| (p.phase.name().to_string(), p.at_ms, p.since_ms))
+                .collect();
+            let want: Vec<(String, u64, Option<u64>)> = run(&report, &planned.id)
+                .phases
+                .iter()
+                .map(|p| (p.name.clone(), p.at_ms, p.since_ms))
+                .collect();
+            assert_eq!(got, want, "{}", run_dir.display());
+            assert!(!got.is_empty(), "{}: a fault was recorded", planned.id);
+        }
+    }
+}
+
+/// What the recordings show, stated once so a regression in the tracker or the checker that
+/// still round-trips would fail here.
+#[test]
+fn the_recordings_say_what_happened() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
+    let ns = stored(&root.join("node-shutdown"));
+    let none = run(&ns, "node-shutdown/none/1");
+    assert!(none.metrics.contains_key(Metric::TimeToNotReady.name()));
+    assert!(!none.metrics.contains_key(Metric::TimeToRunning.name()));
+    assert!(none
+        .phases
+        .iter()
+        .any(|p| p.name == Phase::PodTerminating.name()));
+    let oos = run(&ns, "node-shutdown/out-of-service-taint/1");
+    assert_eq!(oos.time_zero.as_ref().unwrap().basis, "runtime-die-event");
+    assert!(oos.metrics[Metric::TimeToReady.name()] > oos.metrics[Metric::TimeToNotReady.name()]);
+    assert_eq!(
+        oos.integrity.as_ref().unwrap().verdict,
+        nodedown::report::Verdict::Pass
+    );
+
+    let np = stored(&root.join("network-partition"));
+    let unfenced = run(&np, "network-partition/oos-taint-unfenced/1");
+    assert!(unfenced.integrity.as_ref().unwrap().split_brain);
+    assert_eq!(
+        unfenced.time_zero.as_ref().unwrap().basis,
+        "command-returned"
+    );
+    let fenced = run(&np, "network-partition/oos-taint-fenced/1");
+    let i = fenced.integrity.as_ref().unwrap();
+    assert!(!i.split_brain && i.lost_acknowledged == 0, "{i:?}");
+    assert!(fenced.write_outage.is_some());
+    for r in [none, oos, unfenced, fenced] {
+        assert_eq!(r.verdict, nodedown::report::Verdict::Pass, "{}", r.id);
+    }
+}
