@@ -60,6 +60,20 @@ pub struct RunArgs {
     /// present; otherwise the ledger is read through the API server).
     #[arg(long, env = "NODEDOWN_SHARED_DIR", default_value = crate::workload::DEFAULT_SHARED_DIR)]
     pub shared_dir: PathBuf,
+    /// Confirms a destructive run on an existing cluster (one nodedown did not create): the
+    /// kubeconfig context that may be faulted.
+    #[arg(long, env = "NODEDOWN_ALLOW_CONTEXT", value_name = "CONTEXT")]
+    pub allow_context: Option<String>,
+    /// Print the plan and every action each run would take; touch nothing (no cluster needed).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run even on a degraded cluster (a node NotReady, an out-of-service taint already there,
+    /// fewer than two schedulable workers).
+    #[arg(long)]
+    pub force: bool,
+    /// Allow the fault to hit a control-plane node (when the workload's pod runs on one).
+    #[arg(long)]
+    pub allow_control_plane: bool,
     /// How the ledger comes back after failover: `auto` reads testenv's shared host directory
     /// when it is on this machine and goes through the API server otherwise; `api` always reads
     /// it from the serving pod through the API server's pod proxy.
@@ -127,6 +141,27 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         ));
         return EXIT_BAD_INPUT;
     }
+    let cluster_opts = ClusterOptions {
+        cluster_name: args.cluster_name.clone(),
+        kind_config: args.kind_config.clone(),
+        context: args.context.clone(),
+        node_image: args.node_image.clone(),
+        cache_dir: args.tools.cache_dir.clone(),
+        kind_bin: args.tools.kind_bin.clone(),
+    };
+    if args.dry_run {
+        print!("{}", dry_run_text(&runs, &experiments, &cluster_opts));
+        return super::EXIT_OK;
+    }
+    if crate::cluster::targets_existing(&experiments, &cluster_opts) {
+        let allowed = crate::cluster::resolve_context(args.context.as_deref())
+            .map_err(|e| e.to_string())
+            .and_then(|ctx| crate::cluster::guard(&ctx, args.allow_context.as_deref()));
+        if let Err(e) = allowed {
+            error(e);
+            return EXIT_BAD_INPUT;
+        }
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
@@ -141,16 +176,8 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     let _ = std::fs::write(out.join(ORDER_FILE), order);
 
     let progress = Progress::new(quiet);
-    let opts = ClusterOptions {
-        cluster_name: args.cluster_name.clone(),
-        kind_config: args.kind_config.clone(),
-        context: args.context.clone(),
-        node_image: args.node_image.clone(),
-        cache_dir: args.tools.cache_dir.clone(),
-        kind_bin: args.tools.kind_bin.clone(),
-    };
     let step = |s: &str| progress.step(s);
-    let env = match Env::prepare(&experiments, &opts, &step).await {
+    let env = match Env::prepare(&experiments, &cluster_opts, &step).await {
         Ok(env) => env,
         Err(e) => {
             progress.finish();
@@ -158,6 +185,15 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             return EXIT_HARNESS;
         }
     };
+    match crate::cluster::describe_target(&env).await {
+        Ok(target) => step(&target),
+        Err(e) => {
+            progress.finish();
+            error(format!("cannot describe the cluster: {e}"));
+            let _ = env.finish(args.retain).await;
+            return EXIT_HARNESS;
+        }
+    }
     let session = serde_json::to_string_pretty(&env.session).expect("session serializes");
     if let Err(e) = std::fs::write(out.join(SESSION_FILE), session + "\n") {
         error(format!(
@@ -182,6 +218,8 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         image,
         shared_dir: Some(args.shared_dir.clone()),
         ledger_via_api: args.ledger_via == LedgerVia::Api,
+        force: args.force,
+        allow_control_plane: args.allow_control_plane,
     };
     let mut interrupted = false;
     let total = runs.len();
@@ -234,3 +272,34 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         exit_code(&report, args.fail_on)
     }
 }
+
+/// What `--dry-run` prints: the cluster it would use and every run's actions.
+fn dry_run_text(
+    runs: &[crate::plan::PlannedRun],
+    experiments: &[(PathBuf, crate::spec::Experiment)],
+    opts: &ClusterOptions,
+) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    if crate::cluster::targets_existing(experiments, opts) {
+        let ctx = crate::cluster::resolve_context(opts.context.as_deref())
+            .unwrap_or_else(|e| format!("(unresolved: {e})"));
+        let _ = writeln!(s, "dry run: would use the existing cluster of context {ctx} (needs --allow-context {ctx})");
+    } else {
+        let name = opts
+            .cluster_name
+            .clone()
+            .or_else(|| experiments.first().and_then(|(_, e)| e.cluster.name.clone()))
+            .unwrap_or_else(|| "nodedown".into());
+        let _ = writeln!(s, "dry run: would use kind cluster {name} (created if missing)");
+    }
+    let _ = writeln!(s, "{} run(s); nothing was touched", runs.len());
+    for run in runs {
+        let _ = writeln!(s, "\n{}", run.id);
+        for (i, a) in crate::plan::actions(run).iter().enumerate() {
+            let _ = writeln!(s, "  {}. {a}", i + 1);
+        }
+    }
+    s
+}
+

@@ -47,6 +47,8 @@ pub struct Session {
 /// there is one.
 pub struct Env {
     pub client: Client,
+    /// The API server's URL.
+    pub server: String,
     pub session: Session,
     docker: Option<DockerNodes>,
     kind: Option<Kind>,
@@ -67,7 +69,7 @@ impl Env {
         session: Session,
         opts: &ClusterOptions,
     ) -> Result<Env, ClusterError> {
-        let (client, docker, kind) = match (&session.provider, &session.kind_cluster) {
+        let ((client, server), docker, kind) = match (&session.provider, &session.kind_cluster) {
             (Provider::Kind, Some(name)) => {
                 let kind = Kind::new(name, opts);
                 (
@@ -84,6 +86,7 @@ impl Env {
         };
         Ok(Env {
             client,
+            server,
             docker,
             session,
             kind,
@@ -105,16 +108,17 @@ impl Env {
                 "using the existing cluster (context {})",
                 opts.context.as_deref().unwrap_or("current")
             ));
-            let client = client_for_context(opts.context.as_deref()).await?;
+            let (client, server) = client_for_context(opts.context.as_deref()).await?;
             client.apiserver_version().await.map_err(|e| {
                 ClusterError::Kubeconfig(format!("the API server does not answer: {e}"))
             })?;
             return Ok(Env {
                 client,
+                server,
                 session: Session {
                     provider: Provider::Existing,
                     kind_cluster: None,
-                    context: opts.context.clone(),
+                    context: Some(resolve_context(opts.context.as_deref())?),
                     profile: None,
                 },
                 docker: None,
@@ -161,9 +165,10 @@ impl Env {
             kind.create(&config, &image, &docker).await?;
             created = true;
         }
-        let client = client_for_kind(&kind).await?;
+        let (client, server) = client_for_kind(&kind).await?;
         Ok(Env {
             client,
+            server,
             session: Session {
                 provider: Provider::Kind,
                 kind_cluster: Some(name),
@@ -260,4 +265,81 @@ fn default_node_image(cache_dir: &Path) -> String {
     std::fs::read_to_string(cache_dir.join("node-image"))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "nodedown/node:latest".into())
+}
+
+/// The kubeconfig context an existing-cluster run would use: `--context`, else the current one.
+pub fn resolve_context(context: Option<&str>) -> Result<String, ClusterError> {
+    if let Some(c) = context {
+        return Ok(c.to_string());
+    }
+    let config =
+        kube::config::Kubeconfig::read().map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+    config.current_context.ok_or_else(|| {
+        ClusterError::Kubeconfig(
+            "the kubeconfig names no current context; give --context".to_string(),
+        )
+    })
+}
+
+/// Whether these experiments run on an existing cluster (not a kind cluster nodedown manages).
+pub fn targets_existing(experiments: &[(PathBuf, Experiment)], opts: &ClusterOptions) -> bool {
+    opts.context.is_some()
+        || experiments
+            .iter()
+            .any(|(_, e)| e.cluster.provider == Provider::Existing)
+}
+
+/// The guard against faulting the wrong cluster: a destructive run on an existing cluster needs
+/// its context named explicitly. Pure; `Err` is the message for the user.
+pub fn guard(context: &str, allowed: Option<&str>) -> Result<(), String> {
+    match allowed {
+        Some(a) if a == context => Ok(()),
+        Some(a) => Err(format!(
+            "refusing to fault the cluster of context `{context}`: --allow-context names `{a}`; name the context you mean to break (--allow-context {context} or NODEDOWN_ALLOW_CONTEXT={context})"
+        )),
+        None => Err(format!(
+            "refusing to fault the cluster of context `{context}`, which nodedown did not create: name it to confirm (--allow-context {context}, or NODEDOWN_ALLOW_CONTEXT={context} in CI); --dry-run shows what would be done"
+        )),
+    }
+}
+
+/// What a run is about to act on, printed before the first fault.
+pub async fn describe_target(env: &Env) -> Result<String, ClusterError> {
+    use k8s_openapi::api::core::v1::Node;
+    let version = env
+        .client
+        .apiserver_version()
+        .await
+        .map_err(|e| ClusterError::Kubeconfig(format!("the API server does not answer: {e}")))?;
+    let nodes = kube::Api::<Node>::all(env.client.clone())
+        .list(&Default::default())
+        .await
+        .map_err(|e| ClusterError::Kubeconfig(format!("cannot list nodes: {e}")))?;
+    Ok(format!(
+        "target: context {}, API server {}, Kubernetes {}, {} nodes ({})",
+        env.session.context.as_deref().unwrap_or("(current)"),
+        env.server,
+        version.git_version,
+        nodes.items.len(),
+        nodes
+            .items
+            .iter()
+            .filter_map(|n| n.metadata.name.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_needs_the_context_named() {
+        assert!(guard("prod", Some("prod")).is_ok());
+        let e = guard("prod", None).unwrap_err();
+        assert!(e.contains("--allow-context prod"), "{e}");
+        let e = guard("prod", Some("staging")).unwrap_err();
+        assert!(e.contains("names `staging`"), "{e}");
+    }
 }

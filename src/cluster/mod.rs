@@ -5,7 +5,9 @@
 mod docker;
 mod env;
 pub use docker::*;
-pub use env::{ClusterOptions, Env, Session};
+pub use env::{
+    describe_target, guard, resolve_context, targets_existing, ClusterOptions, Env, Session,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -134,19 +136,30 @@ impl Kind {
     }
 }
 
-/// A kube client for a kind cluster (from its own kubeconfig, whatever ~/.kube/config says).
-pub async fn client_for_kind(kind: &Kind) -> Result<kube::Client, ClusterError> {
+/// A kube client for a kind cluster (from its own kubeconfig, whatever ~/.kube/config says),
+/// with the API server's URL.
+pub async fn client_for_kind(kind: &Kind) -> Result<(kube::Client, String), ClusterError> {
     let yaml = kind.kubeconfig().await?;
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml)
         .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
-    kube::Client::try_from(config).map_err(|e| ClusterError::Kubeconfig(e.to_string()))
+    client_of(config)
 }
 
-/// A kube client for an existing cluster: KUBECONFIG / ~/.kube/config, optionally a context.
-pub async fn client_for_context(context: Option<&str>) -> Result<kube::Client, ClusterError> {
+fn client_of(config: kube::Config) -> Result<(kube::Client, String), ClusterError> {
+    let url = config.cluster_url.to_string();
+    let client =
+        kube::Client::try_from(config).map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+    Ok((client, url))
+}
+
+/// A kube client for an existing cluster: KUBECONFIG / ~/.kube/config, optionally a context;
+/// with the API server's URL.
+pub async fn client_for_context(
+    context: Option<&str>,
+) -> Result<(kube::Client, String), ClusterError> {
     let options = kube::config::KubeConfigOptions {
         context: context.map(str::to_string),
         ..Default::default()
@@ -154,5 +167,5 @@ pub async fn client_for_context(context: Option<&str>) -> Result<kube::Client, C
     let config = kube::Config::from_kubeconfig(&options)
         .await
         .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
-    kube::Client::try_from(config).map_err(|e| ClusterError::Kubeconfig(e.to_string()))
+    client_of(config)
 }

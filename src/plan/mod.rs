@@ -85,3 +85,108 @@ pub fn expand(exp: &Experiment, file: &std::path::Path, opts: &PlanOptions) -> V
     }
     runs
 }
+
+/// Every action a run would take, in order, for `--dry-run` (pure: nothing is looked up; the
+/// target node is known only when the run starts).
+pub fn actions(run: &PlannedRun) -> Vec<String> {
+    use crate::spec::{FaultKind, RemediationSpec, WorkloadKind};
+    use crate::units::fmt_duration;
+    let w = &run.workload;
+    let app = match w.kind {
+        WorkloadKind::Writer => "writer",
+        WorkloadKind::Ledger => "ledger",
+    };
+    let target = &run.fault.target.node_of;
+    let mut out = vec![
+        "check: every node Ready, no out-of-service taint, at least two schedulable workers"
+            .to_string(),
+        format!(
+            "create: namespace nd-{}-{}-{}-<random>, StatefulSet `{app}` ({} replica, {} on storage class {}{})",
+            run.experiment,
+            run.variant,
+            run.repetition,
+            w.replicas,
+            w.size,
+            w.storage_class,
+            if w.storage_class == "nodedown-shared" {
+                ", PersistentVolumes made by nodedown"
+            } else {
+                ""
+            }
+        ),
+        format!(
+            "wait: {target} Running and Ready (at most {})",
+            fmt_duration(run.timeouts.steady_state)
+        ),
+    ];
+    let node = format!("the node of {target}");
+    out.push(match run.fault.kind {
+        FaultKind::NodeShutdown => format!("fault: power off {node} (hard)"),
+        FaultKind::KubeletStop => format!("fault: stop the kubelet on {node}"),
+        FaultKind::NetworkPartition => {
+            format!("fault: cut {node} off from the control plane and the other nodes")
+        }
+    });
+    if let Some(after) = run.remediation.after() {
+        let what = match &run.remediation {
+            RemediationSpec::OutOfServiceTaint { fence: true, .. } => {
+                "power it off, confirm it is off, then add the out-of-service taint".to_string()
+            }
+            RemediationSpec::OutOfServiceTaint { .. } => {
+                "add the out-of-service taint (no fencing)".to_string()
+            }
+            RemediationSpec::ForceDeletePod { .. } => {
+                format!("force-delete {target} (grace period 0)")
+            }
+            RemediationSpec::DeleteNode { .. } => "delete the Node object".to_string(),
+            RemediationSpec::None => unreachable!("none has no delay"),
+        };
+        out.push(format!(
+            "remediate: {} after the node is NotReady: {what}",
+            fmt_duration(after)
+        ));
+    } else {
+        out.push("remediate: nothing (observe only)".to_string());
+    }
+    out.push(format!(
+        "observe: until a replacement is Ready, at most {} from the fault",
+        fmt_duration(run.timeouts.recovery)
+    ));
+    if w.kind == WorkloadKind::Ledger {
+        out.push("collect: the ledger, then check it against the acknowledged writes".into());
+    }
+    out.push(format!(
+        "heal: undo the fault, remove taints nodedown added, recreate a deleted Node, delete the namespace (at most {} for the node)",
+        fmt_duration(run.timeouts.heal)
+    ));
+    out
+}
+
+#[cfg(test)]
+mod action_tests {
+    use super::*;
+
+    #[test]
+    fn dry_run_names_every_step_of_a_fenced_partition() {
+        let mut run = crate::verdict::tests::planned(
+            "network-partition",
+            "fenced",
+            1,
+            crate::spec::RemediationSpec::OutOfServiceTaint {
+                after: std::time::Duration::ZERO,
+                fence: true,
+            },
+            std::time::Duration::from_secs(120),
+            Default::default(),
+        );
+        run.fault.kind = crate::spec::FaultKind::NetworkPartition;
+        let a = actions(&run);
+        assert!(a[1].starts_with("create: namespace nd-network-partition-fenced-1-"));
+        assert!(a.iter().any(|l| l.starts_with("fault: cut the node of writer-0 off")));
+        assert!(a
+            .iter()
+            .any(|l| l == "remediate: 0s after the node is NotReady: power it off, confirm it is off, then add the out-of-service taint"));
+        assert!(a.iter().any(|l| l.contains("at most 2m from the fault")));
+        assert!(a.last().unwrap().starts_with("heal: "));
+    }
+}

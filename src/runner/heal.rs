@@ -195,6 +195,58 @@ fn ignore_missing(r: Result<(), kube::Error>) -> Result<(), String> {
     }
 }
 
+/// Whether a node carries the control-plane role label.
+pub fn is_control_plane(node: &Node) -> bool {
+    node.metadata.labels.as_ref().is_some_and(|l| {
+        l.contains_key("node-role.kubernetes.io/control-plane")
+            || l.contains_key("node-role.kubernetes.io/master")
+    })
+}
+
+/// What makes a cluster unfit for a failover run, one line each (empty: fit). Pure.
+pub fn degraded(nodes: &[Node]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let name = |n: &Node| n.metadata.name.clone().unwrap_or_default();
+    let not_ready: Vec<String> = nodes.iter().filter(|n| !node_is_ready(n)).map(name).collect();
+    if !not_ready.is_empty() {
+        problems.push(format!("not Ready: {}", not_ready.join(", ")));
+    }
+    let tainted: Vec<String> = nodes
+        .iter()
+        .filter(|n| {
+            n.spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|t| t.iter().any(|t| t.key == remediation::OUT_OF_SERVICE_KEY))
+        })
+        .map(name)
+        .collect();
+    if !tainted.is_empty() {
+        problems.push(format!(
+            "out-of-service taint already on: {}",
+            tainted.join(", ")
+        ));
+    }
+    let schedulable = nodes
+        .iter()
+        .filter(|n| node_is_ready(n) && !is_control_plane(n))
+        .filter(|n| {
+            let spec = n.spec.as_ref();
+            !spec.and_then(|s| s.unschedulable).unwrap_or(false)
+                && !spec.and_then(|s| s.taints.as_ref()).is_some_and(|t| {
+                    t.iter()
+                        .any(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+                })
+        })
+        .count();
+    if schedulable < 2 {
+        problems.push(format!(
+            "{schedulable} schedulable worker(s): a failover needs at least two"
+        ));
+    }
+    problems
+}
+
 pub fn node_is_ready(node: &Node) -> bool {
     node.status
         .as_ref()
@@ -225,3 +277,46 @@ pub async fn wait_node_ready(
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, ready: bool, extra: serde_json::Value) -> Node {
+        let mut v = serde_json::json!({
+            "metadata": {"name": name, "labels": {}},
+            "spec": {},
+            "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}
+        });
+        if let Some(labels) = extra.get("labels") {
+            v["metadata"]["labels"] = labels.clone();
+        }
+        if let Some(taints) = extra.get("taints") {
+            v["spec"]["taints"] = taints.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn degraded_clusters_are_named() {
+        let cp = node(
+            "cp",
+            true,
+            serde_json::json!({"labels": {"node-role.kubernetes.io/control-plane": ""}}),
+        );
+        let w = |n: &str| node(n, true, serde_json::json!({}));
+        assert!(degraded(&[cp.clone(), w("w1"), w("w2")]).is_empty());
+        let p = degraded(&[cp.clone(), w("w1"), node("w2", false, serde_json::json!({}))]);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p[0].contains("not Ready: w2"));
+        assert!(p[1].contains("1 schedulable worker"));
+        let oos = node(
+            "w3",
+            true,
+            serde_json::json!({"taints": [{"key": remediation::OUT_OF_SERVICE_KEY, "effect": "NoExecute"}]}),
+        );
+        let p = degraded(&[cp, w("w1"), w("w2"), oos]);
+        assert_eq!(p, vec!["out-of-service taint already on: w3".to_string()]);
+    }
+}
+

@@ -57,6 +57,10 @@ pub struct RunSettings {
     pub shared_dir: Option<PathBuf>,
     /// Read the ledger through the API server even when the host directory is here.
     pub ledger_via_api: bool,
+    /// Run on a degraded cluster (skip the preflight refusal).
+    pub force: bool,
+    /// Allow faulting a control-plane node.
+    pub allow_control_plane: bool,
 }
 
 /// A healer for the cluster of `env`.
@@ -246,7 +250,10 @@ impl Steps {
         self.recorder.record(EventKind::Note { message });
     }
 
-    /// Checks the cluster is whole before a run: every node Ready, no out-of-service taint.
+    /// Checks the cluster is whole before a run: every node Ready, no out-of-service taint, at
+    /// least two schedulable workers (somewhere for the pod to fail over to). Waits up to the
+    /// heal timeout (the previous run's node may still be coming back), then refuses — unless
+    /// `--force`, which records what it overrode.
     async fn preflight(&self) -> Result<(), String> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let deadline = Instant::now() + self.run.timeouts.heal;
@@ -255,25 +262,21 @@ impl Steps {
                 .list(&ListParams::default())
                 .await
                 .map_err(|e| e.to_string())?;
-            let bad: Vec<String> = list
-                .items
-                .iter()
-                .filter(|n| {
-                    !heal::node_is_ready(n)
-                        || n.spec
-                            .as_ref()
-                            .and_then(|s| s.taints.as_ref())
-                            .is_some_and(|t| t.iter().any(|t| t.key == OUT_OF_SERVICE_KEY))
-                })
-                .filter_map(|n| n.metadata.name.clone())
-                .collect();
-            if bad.is_empty() {
+            let problems = heal::degraded(&list.items);
+            if problems.is_empty() {
+                return Ok(());
+            }
+            if self.settings.force {
+                self.note(format!(
+                    "preflight overridden by --force: {}",
+                    problems.join("; ")
+                ));
                 return Ok(());
             }
             if Instant::now() >= deadline {
                 return Err(format!(
-                    "cluster not whole before the run: {} not Ready or still tainted out-of-service; run `nodedown cleanup <earlier run dir>`",
-                    bad.join(", ")
+                    "cluster not whole before the run: {}; run `nodedown cleanup <earlier run dir>` or give --force",
+                    problems.join("; ")
                 ));
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -382,6 +385,18 @@ impl Steps {
         let kind = self.run.fault.kind;
         let node = steady.node.clone();
         let control = self.control_for(kind)?;
+        if !self.settings.allow_control_plane {
+            let n = Api::<Node>::all(self.client.clone())
+                .get(&node)
+                .await
+                .map_err(|e| format!("get node {node}: {e}"))?;
+            if heal::is_control_plane(&n) {
+                return Err(format!(
+                    "{} runs on {node}, a control-plane node: refusing to fault it (give --allow-control-plane if that is the point)",
+                    steady.pod
+                ));
+            }
+        }
         control.check_node(&node).await.map_err(|e| e.to_string())?;
         let peers = if kind == FaultKind::NetworkPartition {
             peer_addresses(&self.client, &node).await?
