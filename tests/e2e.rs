@@ -505,3 +505,104 @@ fn kubelet_stop_force_delete_is_reported_with_integrity_evidence() {
     );
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// The testenv cluster treated as foreign: reached by kubeconfig context alone (provider
+/// existing, no Docker backend), guarded, and faulted through power hooks that call the docker
+/// CLI as a user's `virsh`/`ipmitool` commands would.
+#[test]
+fn existing_cluster_by_kubeconfig_is_guarded_and_faulted_through_power_hooks() {
+    let _g = lock_cluster();
+    let out = tempfile::tempdir().unwrap();
+    let ctx = context();
+    // Without --allow-context: exit 2, nothing written, nothing created.
+    let refused = run_ok(
+        nodedown()
+            .args(["run", "experiments/smoke.yaml", "--context", &ctx, "--out"])
+            .arg(out.path().join("refused")),
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains(&format!("--allow-context {ctx}")));
+    assert!(!out.path().join("refused").exists(), "nothing written");
+    assert!(nodedown_namespaces().is_empty(), "nothing created");
+    // --dry-run prints every action and touches nothing.
+    let dry = run_ok(nodedown().args([
+        "run",
+        "experiments/smoke.yaml",
+        "--context",
+        &ctx,
+        "--dry-run",
+    ]));
+    assert_eq!(dry.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        text.contains("fault: power off the node of writer-0"),
+        "{text}"
+    );
+    assert!(nodedown_namespaces().is_empty(), "dry run created nothing");
+
+    // The workload image the way a user gets it onto a cluster nodedown cannot load into.
+    let archive = out.path().join("image.tar");
+    let export = run_ok(nodedown().args(["image", "export"]).arg(&archive));
+    assert_eq!(export.status.code(), Some(0));
+    let reference = String::from_utf8(export.stdout).unwrap().trim().to_string();
+    let kind = std::env::var("NODEDOWN_KIND").unwrap_or_else(|_| "kind".into());
+    let load = Command::new(kind)
+        .args(["load", "image-archive"])
+        .arg(&archive)
+        .args(["--name", &cluster_name()])
+        .output()
+        .expect("kind");
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+
+    let dir = out.path().join("run");
+    let res = run_ok(
+        nodedown()
+            .args([
+                "run",
+                "experiments/smoke.yaml",
+                "--context",
+                &ctx,
+                "--allow-context",
+                &ctx,
+                "--workload-image",
+                &reference,
+                "--node-control",
+                "power-hooks",
+                "--power-off",
+                "docker kill {node}",
+                "--power-on",
+                "docker start {node}",
+                "--power-state",
+                "docker inspect -f '{{if .State.Running}}on{{else}}off{{end}}' {node}",
+                "--out",
+            ])
+            .arg(&dir),
+    );
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "smoke passes through power hooks"
+    );
+    let hooks = std::fs::read_to_string(dir.join("hooks.jsonl")).unwrap();
+    let ran: Vec<(String, i64)> = hooks
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["hook"].as_str().unwrap().to_string(),
+                v["exit"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(ran.contains(&("powerOff".to_string(), 0)), "{hooks}");
+    assert!(ran.contains(&("powerOn".to_string(), 0)), "{hooks}");
+    let journal = std::fs::read_to_string(dir.join("smoke/default/1/journal.jsonl")).unwrap();
+    assert!(journal.contains("\"backend\":\"power-hooks\""), "{journal}");
+    let session = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    assert!(session.contains("\"provider\": \"existing\""), "{session}");
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}

@@ -3,6 +3,7 @@
 
 mod cleanup;
 pub mod exit;
+mod image;
 mod report;
 pub mod run;
 mod validate;
@@ -40,6 +41,8 @@ pub enum Command {
     Cleanup(cleanup::CleanupArgs),
     /// Re-render the reports of a run directory.
     Report(report::ReportArgs),
+    /// The workload image, for clusters nodedown cannot load it into itself.
+    Image(image::ImageArgs),
     /// The built-in integrity workload (runs inside the workload container): appends
     /// checksummed, numbered, fsynced records to DIR/ledger.bin and serves its status on PORT.
     #[command(hide = true)]
@@ -76,6 +79,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Validate(args) => validate::validate(args),
         Command::Cleanup(args) => cleanup::cleanup(args, cli.quiet).await,
         Command::Report(args) => report::report(args),
+        Command::Image(args) => image::image(args),
         Command::Ledger(args) => {
             let or = |v: &str, d: String| if v.is_empty() { d } else { v.to_string() };
             let mut opts = crate::workload::ledger::LedgerOptions::new(

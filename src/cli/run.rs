@@ -10,6 +10,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
+pub enum NodeControlArg {
+    /// kind node containers through the Docker API.
+    Docker,
+    /// The --power-off/--power-on/--power-state commands.
+    PowerHooks,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
 pub enum LedgerVia {
     Auto,
     Api,
@@ -74,6 +82,25 @@ pub struct RunArgs {
     /// Allow the fault to hit a control-plane node (when the workload's pod runs on one).
     #[arg(long)]
     pub allow_control_plane: bool,
+    /// Power hook: the command that powers a node off hard (`{node}`, `{providerID}`,
+    /// `{instanceId}` and `{address}` are filled in), e.g. `virsh destroy {node}`. Given with
+    /// --power-on and --power-state, `node-shutdown` and fencing go through these commands.
+    #[arg(long, env = "NODEDOWN_POWER_OFF", requires_all = ["power_on", "power_state"], value_name = "COMMAND")]
+    pub power_off: Option<String>,
+    /// Power hook: the command that powers a node on again.
+    #[arg(long, env = "NODEDOWN_POWER_ON", requires_all = ["power_off", "power_state"], value_name = "COMMAND")]
+    pub power_on: Option<String>,
+    /// Power hook: a command that prints `on` or `off` for a node.
+    #[arg(long, env = "NODEDOWN_POWER_STATE", requires_all = ["power_off", "power_on"], value_name = "COMMAND")]
+    pub power_state: Option<String>,
+    /// The workload image (overrides every experiment's `workload.image`): on a cluster
+    /// nodedown does not load images into, the reference `nodedown image export` printed,
+    /// pushed or loaded where the cluster finds it.
+    #[arg(long, env = "NODEDOWN_WORKLOAD_IMAGE", value_name = "REFERENCE")]
+    pub workload_image: Option<String>,
+    /// Use only this node-control backend (default: every one available, power hooks first).
+    #[arg(long, value_enum)]
+    pub node_control: Option<NodeControlArg>,
     /// How the ledger comes back after failover: `auto` reads testenv's shared host directory
     /// when it is on this machine and goes through the API server otherwise; `api` always reads
     /// it from the serving pod through the API server's pod proxy.
@@ -148,7 +175,25 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         node_image: args.node_image.clone(),
         cache_dir: args.tools.cache_dir.clone(),
         kind_bin: args.tools.kind_bin.clone(),
+        power_hooks: match (&args.power_off, &args.power_on, &args.power_state) {
+            (Some(off), Some(on), Some(state)) => Some(crate::faults::PowerHooks {
+                power_off: off.clone(),
+                power_on: on.clone(),
+                power_state: state.clone(),
+                timeout: std::time::Duration::from_secs(120),
+            }),
+            _ => None,
+        },
+        hooks_log: None,
+        node_control: args.node_control.map(|b| match b {
+            NodeControlArg::Docker => crate::faults::Backend::Docker,
+            NodeControlArg::PowerHooks => crate::faults::Backend::PowerHooks,
+        }),
     };
+    if args.node_control == Some(NodeControlArg::PowerHooks) && cluster_opts.power_hooks.is_none() {
+        error("--node-control power-hooks needs --power-off, --power-on and --power-state");
+        return EXIT_BAD_INPUT;
+    }
     if args.dry_run {
         print!("{}", dry_run_text(&runs, &experiments, &cluster_opts));
         return super::EXIT_OK;
@@ -175,6 +220,8 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     let order: String = runs.iter().map(|r| format!("{}\n", r.id)).collect();
     let _ = std::fs::write(out.join(ORDER_FILE), order);
 
+    let mut cluster_opts = cluster_opts;
+    cluster_opts.hooks_log = Some(out.join("hooks.jsonl"));
     let progress = Progress::new(quiet);
     let step = |s: &str| progress.step(s);
     let env = match Env::prepare(&experiments, &cluster_opts, &step).await {
@@ -202,9 +249,11 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         ));
         return EXIT_HARNESS;
     }
-    let user_image = experiments
-        .iter()
-        .find_map(|(_, e)| e.workload.image.clone());
+    let user_image = args.workload_image.clone().or_else(|| {
+        experiments
+            .iter()
+            .find_map(|(_, e)| e.workload.image.clone())
+    });
     let image = match env.workload_image(user_image.as_deref(), &step).await {
         Ok(i) => i,
         Err(e) => {
@@ -289,9 +338,23 @@ fn dry_run_text(
         let name = opts
             .cluster_name
             .clone()
-            .or_else(|| experiments.first().and_then(|(_, e)| e.cluster.name.clone()))
+            .or_else(|| {
+                experiments
+                    .first()
+                    .and_then(|(_, e)| e.cluster.name.clone())
+            })
             .unwrap_or_else(|| "nodedown".into());
-        let _ = writeln!(s, "dry run: would use kind cluster {name} (created if missing)");
+        let _ = writeln!(
+            s,
+            "dry run: would use kind cluster {name} (created if missing)"
+        );
+    }
+    if let Some(h) = &opts.power_hooks {
+        let _ = writeln!(
+            s,
+            "power hooks: off `{}`, on `{}`, state `{}`",
+            h.power_off, h.power_on, h.power_state
+        );
     }
     let _ = writeln!(s, "{} run(s); nothing was touched", runs.len());
     for run in runs {
@@ -302,4 +365,3 @@ fn dry_run_text(
     }
     s
 }
-

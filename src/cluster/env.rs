@@ -4,7 +4,7 @@
 //! the runner sees only [`Env`].
 
 use super::{client_for_context, client_for_kind, ClusterError, DockerNodes, Kind};
-use crate::faults::{DockerNodeControl, NodeControl};
+use crate::faults::{Backend, DockerNodeControl, HooksNodeControl, NodeControl, PowerHooks};
 use crate::spec::{Experiment, Provider};
 use kube::Client;
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,12 @@ pub struct ClusterOptions {
     pub cache_dir: PathBuf,
     /// The kind executable (default: `kind` on PATH, else testenv's cached build).
     pub kind_bin: Option<PathBuf>,
+    /// The user's power commands, when given.
+    pub power_hooks: Option<PowerHooks>,
+    /// Where the hooks' runs are logged (`<out>/hooks.jsonl`).
+    pub hooks_log: Option<PathBuf>,
+    /// Only this node-control backend (default: every one available, hooks first).
+    pub node_control: Option<Backend>,
 }
 
 /// How the cluster was reached; `<out>/session.json`, read by `nodedown cleanup`.
@@ -41,11 +47,18 @@ pub struct Session {
     /// The kind config the cluster was made from (or found with), for reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// The power hooks the runs used (cleanup powers nodes on with them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_hooks: Option<PowerHooks>,
+    /// The one node-control backend the runs were limited to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_control: Option<Backend>,
 }
 
 /// What the runs share: the API client, the node-control backends, and the kind cluster when
 /// there is one.
 pub struct Env {
+    hooks_log: Option<PathBuf>,
     pub client: Client,
     /// The API server's URL.
     pub server: String,
@@ -56,12 +69,24 @@ pub struct Env {
 }
 
 impl Env {
-    /// The node-control backends this invocation can reach (empty: none, faults are refused).
+    /// The node-control backends this invocation can reach, in order of preference (the
+    /// user's power hooks first); empty: none, faults are refused.
     pub fn node_controls(&self) -> Vec<Arc<dyn NodeControl>> {
-        match &self.docker {
-            Some(d) => vec![Arc::new(DockerNodeControl::new(d.clone())) as Arc<dyn NodeControl>],
-            None => vec![],
+        let mut out: Vec<Arc<dyn NodeControl>> = Vec::new();
+        if let Some(hooks) = &self.session.power_hooks {
+            out.push(Arc::new(HooksNodeControl::new(
+                hooks.clone(),
+                self.client.clone(),
+                self.hooks_log.clone(),
+            )));
         }
+        if let Some(d) = &self.docker {
+            out.push(Arc::new(DockerNodeControl::new(d.clone())));
+        }
+        if let Some(only) = self.session.node_control {
+            out.retain(|c| c.backend() == only);
+        }
+        out
     }
 
     /// Reconnects from a session file (for `cleanup`).
@@ -85,6 +110,7 @@ impl Env {
             ),
         };
         Ok(Env {
+            hooks_log: opts.hooks_log.clone(),
             client,
             server,
             docker,
@@ -113,6 +139,7 @@ impl Env {
                 ClusterError::Kubeconfig(format!("the API server does not answer: {e}"))
             })?;
             return Ok(Env {
+                hooks_log: opts.hooks_log.clone(),
                 client,
                 server,
                 session: Session {
@@ -120,6 +147,8 @@ impl Env {
                     kind_cluster: None,
                     context: Some(resolve_context(opts.context.as_deref())?),
                     profile: None,
+                    power_hooks: opts.power_hooks.clone(),
+                    node_control: opts.node_control,
                 },
                 docker: None,
                 kind: None,
@@ -167,6 +196,7 @@ impl Env {
         }
         let (client, server) = client_for_kind(&kind).await?;
         Ok(Env {
+            hooks_log: opts.hooks_log.clone(),
             client,
             server,
             session: Session {
@@ -174,6 +204,8 @@ impl Env {
                 kind_cluster: Some(name),
                 context: Some(kind.context()),
                 profile: Some(config.display().to_string()),
+                power_hooks: opts.power_hooks.clone(),
+                node_control: opts.node_control,
             },
             docker: Some(docker),
             kind: Some(kind),
@@ -306,11 +338,10 @@ pub fn guard(context: &str, allowed: Option<&str>) -> Result<(), String> {
 /// What a run is about to act on, printed before the first fault.
 pub async fn describe_target(env: &Env) -> Result<String, ClusterError> {
     use k8s_openapi::api::core::v1::Node;
-    let version = env
-        .client
-        .apiserver_version()
-        .await
-        .map_err(|e| ClusterError::Kubeconfig(format!("the API server does not answer: {e}")))?;
+    let version =
+        env.client.apiserver_version().await.map_err(|e| {
+            ClusterError::Kubeconfig(format!("the API server does not answer: {e}"))
+        })?;
     let nodes = kube::Api::<Node>::all(env.client.clone())
         .list(&Default::default())
         .await

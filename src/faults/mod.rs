@@ -8,9 +8,11 @@
 //! the next implementations; each says which faults it can carry out.
 
 mod docker;
+pub mod hooks;
 pub mod partition;
 
 pub use docker::DockerNodeControl;
+pub use hooks::{HooksNodeControl, PowerHooks};
 pub use partition::{heal_partition_script, partition_script, PARTITION_CHAIN};
 
 use crate::spec::FaultKind;
@@ -26,12 +28,15 @@ pub enum Backend {
     /// kind node containers through the Docker API.
     #[default]
     Docker,
+    /// The user's power commands.
+    PowerHooks,
 }
 
 impl Backend {
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Docker => "docker",
+            Backend::PowerHooks => "power-hooks",
         }
     }
 }

@@ -182,7 +182,9 @@ mod action_tests {
         run.fault.kind = crate::spec::FaultKind::NetworkPartition;
         let a = actions(&run);
         assert!(a[1].starts_with("create: namespace nd-network-partition-fenced-1-"));
-        assert!(a.iter().any(|l| l.starts_with("fault: cut the node of writer-0 off")));
+        assert!(a
+            .iter()
+            .any(|l| l.starts_with("fault: cut the node of writer-0 off")));
         assert!(a
             .iter()
             .any(|l| l == "remediate: 0s after the node is NotReady: power it off, confirm it is off, then add the out-of-service taint"));

@@ -207,7 +207,11 @@ pub fn is_control_plane(node: &Node) -> bool {
 pub fn degraded(nodes: &[Node]) -> Vec<String> {
     let mut problems = Vec::new();
     let name = |n: &Node| n.metadata.name.clone().unwrap_or_default();
-    let not_ready: Vec<String> = nodes.iter().filter(|n| !node_is_ready(n)).map(name).collect();
+    let not_ready: Vec<String> = nodes
+        .iter()
+        .filter(|n| !node_is_ready(n))
+        .map(name)
+        .collect();
     if !not_ready.is_empty() {
         problems.push(format!("not Ready: {}", not_ready.join(", ")));
     }
@@ -306,7 +310,11 @@ mod tests {
         );
         let w = |n: &str| node(n, true, serde_json::json!({}));
         assert!(degraded(&[cp.clone(), w("w1"), w("w2")]).is_empty());
-        let p = degraded(&[cp.clone(), w("w1"), node("w2", false, serde_json::json!({}))]);
+        let p = degraded(&[
+            cp.clone(),
+            w("w1"),
+            node("w2", false, serde_json::json!({})),
+        ]);
         assert_eq!(p.len(), 2, "{p:?}");
         assert!(p[0].contains("not Ready: w2"));
         assert!(p[1].contains("1 schedulable worker"));
@@ -319,4 +327,3 @@ mod tests {
         assert_eq!(p, vec!["out-of-service taint already on: w3".to_string()]);
     }
 }
-
