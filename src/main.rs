@@ -25,7 +25,9 @@ fn main() -> std::process::ExitCode {
         .init();
     if matches!(
         cli.command,
-        nodedown::cli::Command::Writer(_) | nodedown::cli::Command::Ledger(_)
+        nodedown::cli::Command::Writer(_)
+            | nodedown::cli::Command::Ledger(_)
+            | nodedown::cli::Command::Agent { .. }
     ) {
         // The in-container workload needs no async runtime.
         let rt = tokio::runtime::Builder::new_current_thread()

@@ -506,6 +506,172 @@ fn kubelet_stop_force_delete_is_reported_with_integrity_evidence() {
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 
+/// The workload image the way a user gets it onto a cluster nodedown cannot load into:
+/// `nodedown image export`, then `kind load image-archive` (once per test binary).
+fn exported_image() -> String {
+    static IMAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let archive = dir.path().join("image.tar");
+            let export = run_ok(nodedown().args(["image", "export"]).arg(&archive));
+            assert_eq!(export.status.code(), Some(0));
+            let reference = String::from_utf8(export.stdout).unwrap().trim().to_string();
+            let kind = std::env::var("NODEDOWN_KIND").unwrap_or_else(|_| "kind".into());
+            let load = Command::new(kind)
+                .args(["load", "image-archive"])
+                .arg(&archive)
+                .args(["--name", &cluster_name()])
+                .output()
+                .expect("kind");
+            assert!(load.status.success(), "{}", String::from_utf8_lossy(&load.stderr));
+            reference
+        })
+        .clone()
+}
+
+/// Flags that reach the testenv cluster as a foreign one: kubeconfig context only, allowed,
+/// the exported image, power hooks that call the docker CLI as a user's commands would.
+fn foreign(cmd: &mut Command) -> &mut Command {
+    let ctx = context();
+    cmd.args([
+        "--context",
+        &ctx,
+        "--allow-context",
+        &ctx,
+        "--test-nodes",
+        "--workload-image",
+        &exported_image(),
+        "--power-off",
+        "docker kill {node}",
+        "--power-on",
+        "docker start {node}",
+        "--power-state",
+        "docker inspect -f '{{if .State.Running}}on{{else}}off{{end}}' {node}",
+    ])
+}
+
+fn agent_namespaces() -> Vec<String> {
+    kubectl_json(&["get", "namespaces"])["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["metadata"]["name"].as_str().map(String::from))
+        .filter(|n| n.starts_with("nd-agent-"))
+        .collect()
+}
+
+/// kubelet-stop and network-partition through the node agent (no Docker backend: the cluster
+/// is reached by kubeconfig alone), fencing through power hooks: the same verdicts as through
+/// Docker (tests above), and the agent removed afterwards.
+#[test]
+fn agent_faults_give_the_same_verdicts_as_docker() {
+    let _g = lock_cluster();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("np");
+    let res = run_ok(
+        foreign(nodedown().args([
+            "run",
+            "experiments/network-partition.yaml",
+            "--only",
+            "oos-taint-unfenced",
+            "--only",
+            "oos-taint-fenced",
+            "--node-control",
+            "agent",
+            "--out",
+        ]))
+        .arg(&dir),
+    );
+    assert_eq!(res.status.code(), Some(0), "both variants meet their expectations");
+    let report = nodedown::report::json::from_str(
+        &std::fs::read_to_string(dir.join("results.json")).unwrap(),
+    )
+    .unwrap();
+    let runs = &report.experiments[0].runs;
+    let i = |v: &str| {
+        runs.iter()
+            .find(|r| r.variant == v)
+            .unwrap()
+            .integrity
+            .clone()
+            .unwrap()
+    };
+    assert!(i("oos-taint-unfenced").split_brain, "split brain caught through the agent");
+    let fenced = i("oos-taint-fenced");
+    assert_eq!(fenced.verdict, nodedown::report::Verdict::Pass, "{}", fenced.evidence);
+    for v in ["oos-taint-unfenced", "oos-taint-fenced"] {
+        let journal = std::fs::read_to_string(
+            dir.join(format!("network-partition/{v}/1/journal.jsonl")),
+        )
+        .unwrap();
+        assert!(journal.contains("\"backend\":\"agent\""), "{v}: {journal}");
+    }
+
+    let dir = out.path().join("ks");
+    let res = run_ok(
+        foreign(nodedown().args([
+            "run",
+            "experiments/kubelet-stop.yaml",
+            "--only",
+            "force-delete-pod",
+            "--node-control",
+            "agent",
+            "--out",
+        ]))
+        .arg(&dir),
+    );
+    assert_eq!(res.status.code(), Some(0));
+    assert!(agent_namespaces().is_empty(), "agents removed");
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the runs");
+}
+
+/// SIGKILL nodedown while the agent holds a partition: the node comes back by itself when the
+/// lease ends; cleanup then finds the cluster whole and removes the agent.
+#[test]
+fn a_partition_heals_itself_when_its_lease_ends() {
+    let _g = lock_cluster();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("run");
+    let mut child = foreign(nodedown().args([
+        "run",
+        "experiments/network-partition.yaml",
+        "--only",
+        "none",
+        "--node-control",
+        "agent",
+        "--fault-lease",
+        "40s",
+        "--out",
+    ]))
+    .arg(&dir)
+    .stdout(Stdio::null())
+    .spawn()
+    .unwrap();
+    let rd = dir.join("network-partition/none/1");
+    wait_until(
+        Duration::from_secs(240),
+        || events_contain(&rd, "\"node-not-ready\"") || events_contain(&rd, "\"status\":\"Unknown\""),
+        "the partitioned node NotReady",
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!unhealthy_nodes().is_empty(), "the partition outlived nodedown");
+    wait_until(
+        Duration::from_secs(150),
+        || unhealthy_nodes().is_empty(),
+        "the node back by itself after the lease",
+    );
+    assert!(!agent_namespaces().is_empty(), "the agent is still there before cleanup");
+    let res = run_ok(nodedown().arg("cleanup").arg(&dir));
+    assert_eq!(res.status.code(), Some(0));
+    wait_until(
+        Duration::from_secs(120),
+        || agent_namespaces().is_empty() && nodedown_namespaces().is_empty(),
+        "cleanup removed the agent and the run namespace",
+    );
+}
+
 /// The testenv cluster treated as foreign: reached by kubeconfig context alone (provider
 /// existing, no Docker backend), guarded, and faulted through power hooks that call the docker
 /// CLI as a user's `virsh`/`ipmitool` commands would.
@@ -540,24 +706,7 @@ fn existing_cluster_by_kubeconfig_is_guarded_and_faulted_through_power_hooks() {
     );
     assert!(nodedown_namespaces().is_empty(), "dry run created nothing");
 
-    // The workload image the way a user gets it onto a cluster nodedown cannot load into.
-    let archive = out.path().join("image.tar");
-    let export = run_ok(nodedown().args(["image", "export"]).arg(&archive));
-    assert_eq!(export.status.code(), Some(0));
-    let reference = String::from_utf8(export.stdout).unwrap().trim().to_string();
-    let kind = std::env::var("NODEDOWN_KIND").unwrap_or_else(|_| "kind".into());
-    let load = Command::new(kind)
-        .args(["load", "image-archive"])
-        .arg(&archive)
-        .args(["--name", &cluster_name()])
-        .output()
-        .expect("kind");
-    assert!(
-        load.status.success(),
-        "{}",
-        String::from_utf8_lossy(&load.stderr)
-    );
-
+    let reference = exported_image();
     let dir = out.path().join("run");
     let res = run_ok(
         nodedown()

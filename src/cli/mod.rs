@@ -50,6 +50,15 @@ pub enum Command {
     /// The built-in simple writer workload (runs inside the workload container).
     #[command(hide = true)]
     Writer(WorkloadArgs),
+    /// The node agent (runs in a privileged pod on the target node; see README).
+    #[command(hide = true)]
+    Agent {
+        #[arg(long, default_value_t = crate::faults::agent::AGENT_PORT)]
+        port: u16,
+        /// Act even inside a container-based node (a throwaway test cluster).
+        #[arg(long)]
+        test_node: bool,
+    },
 }
 
 /// What the in-container workloads are told: flags, or the Downward API's environment.
@@ -96,6 +105,15 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 Ok(()) => EXIT_OK,
                 Err(e) => {
                     eprintln!("ledger: {e}");
+                    EXIT_HARNESS
+                }
+            }
+        }
+        Command::Agent { port, test_node } => {
+            match crate::faults::agent::node::run(port, test_node) {
+                Ok(()) => EXIT_OK,
+                Err(e) => {
+                    eprintln!("agent: {e}");
                     EXIT_HARNESS
                 }
             }

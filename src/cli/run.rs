@@ -15,6 +15,9 @@ pub enum NodeControlArg {
     Docker,
     /// The --power-off/--power-on/--power-state commands.
     PowerHooks,
+    /// `nodedown agent` as a privileged pod on the target node (kubelet-stop,
+    /// network-partition), through the API server.
+    Agent,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
@@ -98,7 +101,16 @@ pub struct RunArgs {
     /// pushed or loaded where the cluster finds it.
     #[arg(long, env = "NODEDOWN_WORKLOAD_IMAGE", value_name = "REFERENCE")]
     pub workload_image: Option<String>,
-    /// Use only this node-control backend (default: every one available, power hooks first).
+    /// The nodes of this existing cluster are containers of a throwaway test cluster (e.g. a
+    /// kind cluster reached by kubeconfig): the node agent may act inside them.
+    #[arg(long)]
+    pub test_nodes: bool,
+    /// The lease of a fault applied by the node agent: it undoes the fault by itself after
+    /// this long, even when nodedown is gone (default: the recovery timeout plus one minute).
+    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    pub fault_lease: Option<std::time::Duration>,
+    /// Apply faults only through this backend (default: the first that can — power hooks,
+    /// Docker, the node agent). Fencing uses any backend that can power nodes off.
     #[arg(long, value_enum)]
     pub node_control: Option<NodeControlArg>,
     /// How the ledger comes back after failover: `auto` reads testenv's shared host directory
@@ -188,7 +200,9 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         node_control: args.node_control.map(|b| match b {
             NodeControlArg::Docker => crate::faults::Backend::Docker,
             NodeControlArg::PowerHooks => crate::faults::Backend::PowerHooks,
+            NodeControlArg::Agent => crate::faults::Backend::Agent,
         }),
+        test_nodes: args.test_nodes,
     };
     if args.node_control == Some(NodeControlArg::PowerHooks) && cluster_opts.power_hooks.is_none() {
         error("--node-control power-hooks needs --power-off, --power-on and --power-state");
@@ -269,6 +283,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         ledger_via_api: args.ledger_via == LedgerVia::Api,
         force: args.force,
         allow_control_plane: args.allow_control_plane,
+        fault_lease: args.fault_lease,
     };
     let mut interrupted = false;
     let total = runs.len();

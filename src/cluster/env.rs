@@ -4,7 +4,9 @@
 //! the runner sees only [`Env`].
 
 use super::{client_for_context, client_for_kind, ClusterError, DockerNodes, Kind};
-use crate::faults::{Backend, DockerNodeControl, HooksNodeControl, NodeControl, PowerHooks};
+use crate::faults::{
+    AgentNodeControl, Backend, DockerNodeControl, HooksNodeControl, NodeControl, PowerHooks,
+};
 use crate::spec::{Experiment, Provider};
 use kube::Client;
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,9 @@ pub struct ClusterOptions {
     pub hooks_log: Option<PathBuf>,
     /// Only this node-control backend (default: every one available, hooks first).
     pub node_control: Option<Backend>,
+    /// The nodes of an existing cluster are containers of a throwaway test cluster: the agent
+    /// may act inside them (on kind clusters nodedown manages, always).
+    pub test_nodes: bool,
 }
 
 /// How the cluster was reached; `<out>/session.json`, read by `nodedown cleanup`.
@@ -53,6 +58,9 @@ pub struct Session {
     /// The one node-control backend the runs were limited to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_control: Option<Backend>,
+    /// The agent may act inside container-based nodes.
+    #[serde(default)]
+    pub test_nodes: bool,
 }
 
 /// What the runs share: the API client, the node-control backends, and the kind cluster when
@@ -70,8 +78,9 @@ pub struct Env {
 
 impl Env {
     /// The node-control backends this invocation can reach, in order of preference (the
-    /// user's power hooks first); empty: none, faults are refused.
-    pub fn node_controls(&self) -> Vec<Arc<dyn NodeControl>> {
+    /// user's power hooks, Docker, the node agent); empty: none, faults are refused. The agent
+    /// needs the workload `image` to apply faults (healing works without it).
+    pub fn node_controls(&self, image: Option<&(String, bool)>) -> Vec<Arc<dyn NodeControl>> {
         let mut out: Vec<Arc<dyn NodeControl>> = Vec::new();
         if let Some(hooks) = &self.session.power_hooks {
             out.push(Arc::new(HooksNodeControl::new(
@@ -83,9 +92,11 @@ impl Env {
         if let Some(d) = &self.docker {
             out.push(Arc::new(DockerNodeControl::new(d.clone())));
         }
-        if let Some(only) = self.session.node_control {
-            out.retain(|c| c.backend() == only);
-        }
+        out.push(Arc::new(AgentNodeControl::new(
+            self.client.clone(),
+            image.cloned(),
+            self.session.test_nodes || self.session.provider == Provider::Kind,
+        )));
         out
     }
 
@@ -149,6 +160,7 @@ impl Env {
                     profile: None,
                     power_hooks: opts.power_hooks.clone(),
                     node_control: opts.node_control,
+                    test_nodes: opts.test_nodes,
                 },
                 docker: None,
                 kind: None,
@@ -206,6 +218,7 @@ impl Env {
                 profile: Some(config.display().to_string()),
                 power_hooks: opts.power_hooks.clone(),
                 node_control: opts.node_control,
+                test_nodes: true,
             },
             docker: Some(docker),
             kind: Some(kind),
@@ -239,6 +252,12 @@ impl Env {
         let _ = std::fs::remove_file(&archive);
         result?;
         Ok((reference, true))
+    }
+
+    /// The backend the user chose to apply faults with (`--node-control`), if any. Fencing
+    /// uses whichever backend can power nodes off.
+    pub fn fault_backend(&self) -> Option<Backend> {
+        self.session.node_control
     }
 
     /// Deletes a kind cluster this invocation created, unless retained.

@@ -7,10 +7,12 @@
 //! A node agent (a privileged pod on the target node) and power hooks (the user's commands) are
 //! the next implementations; each says which faults it can carry out.
 
+pub mod agent;
 mod docker;
 pub mod hooks;
 pub mod partition;
 
+pub use agent::AgentNodeControl;
 pub use docker::DockerNodeControl;
 pub use hooks::{HooksNodeControl, PowerHooks};
 pub use partition::{heal_partition_script, partition_script, PARTITION_CHAIN};
@@ -30,6 +32,8 @@ pub enum Backend {
     Docker,
     /// The user's power commands.
     PowerHooks,
+    /// `nodedown agent`, a privileged pod on the target node.
+    Agent,
 }
 
 impl Backend {
@@ -37,6 +41,7 @@ impl Backend {
         match self {
             Backend::Docker => "docker",
             Backend::PowerHooks => "power-hooks",
+            Backend::Agent => "agent",
         }
     }
 }
@@ -49,6 +54,10 @@ pub struct NodeFault {
     /// For a partition: the addresses to cut the node off from (the other nodes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peers: Vec<String>,
+    /// How long the fault may last at most: a backend that can (the agent) undoes it by itself
+    /// then, even when the harness is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "humantime_serde")]
+    pub lease: Option<std::time::Duration>,
 }
 
 /// When a fault took effect, and what that instant was taken from.

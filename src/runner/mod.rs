@@ -48,6 +48,9 @@ fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunnerEr
     move |source| RunnerError::Io { context, source }
 }
 
+/// How long a self-healing fault outlives the recovery window.
+const LEASE_MARGIN: Duration = Duration::from_secs(60);
+
 /// What every run of an invocation shares besides the cluster.
 #[derive(Debug, Clone)]
 pub struct RunSettings {
@@ -61,13 +64,15 @@ pub struct RunSettings {
     pub force: bool,
     /// Allow faulting a control-plane node.
     pub allow_control_plane: bool,
+    /// How long a self-healing fault may last (default: the recovery timeout plus a minute).
+    pub fault_lease: Option<Duration>,
 }
 
 /// A healer for the cluster of `env`.
 pub fn healer(env: &Env, node_timeout: Duration) -> Healer {
     Healer {
         client: env.client.clone(),
-        controls: env.node_controls(),
+        controls: env.node_controls(None),
         node_timeout,
     }
 }
@@ -108,7 +113,8 @@ pub async fn run_one(
 
     let steps = Steps {
         client: env.client.clone(),
-        controls: env.node_controls(),
+        controls: env.node_controls(Some(&settings.image)),
+        fault_backend: env.fault_backend(),
         recorder: recorder.clone(),
         journal: journal.clone(),
         run: run.clone(),
@@ -179,6 +185,8 @@ type Background = Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
 struct Steps {
     client: Client,
     controls: Vec<Arc<dyn NodeControl>>,
+    /// Apply faults only through this backend (`--node-control`).
+    fault_backend: Option<crate::faults::Backend>,
     recorder: Arc<Recorder>,
     journal: Arc<Journal>,
     run: PlannedRun,
@@ -366,15 +374,17 @@ impl Steps {
         })
     }
 
-    /// The backend that carries out `kind`.
+    /// The backend that carries out `kind` (the one chosen with `--node-control`, else the
+    /// first that can).
     fn control_for(&self, kind: FaultKind) -> Result<Arc<dyn NodeControl>, String> {
         self.controls
             .iter()
+            .filter(|c| self.fault_backend.is_none_or(|b| c.backend() == b))
             .find(|c| c.supports(kind))
             .cloned()
             .ok_or_else(|| {
                 format!(
-                    "no node-control backend here can carry out {}: faults need Docker access to kind node containers (provider kind)",
+                    "no node-control backend here can carry out {}: on kind, Docker access to the node containers; elsewhere the node agent (kubelet-stop, network-partition) or power hooks (node-shutdown: --power-off/--power-on/--power-state)",
                     kind.as_str()
                 )
             })
@@ -403,10 +413,17 @@ impl Steps {
         } else {
             vec![]
         };
+        // The fault lasts through the recovery window; a backend that can undo it by itself
+        // (the agent) does so a minute after that, even if this harness is gone.
         let fault = NodeFault {
             kind,
             node: node.clone(),
             peers,
+            lease: Some(
+                self.settings
+                    .fault_lease
+                    .unwrap_or(self.run.timeouts.recovery + LEASE_MARGIN),
+            ),
         };
         self.progress
             .step(&format!("inject: {} on {node}", kind.as_str()));
@@ -489,18 +506,26 @@ impl Steps {
             RemediationSpec::None => return Ok(()),
             RemediationSpec::OutOfServiceTaint { fence, .. } => {
                 if *fence {
-                    // Make sure the node is really off before telling the cluster it is.
+                    // Make sure the node is really off before telling the cluster it is: through
+                    // the fault's own backend when it can power nodes off, else any that can.
+                    let power = std::iter::once(&fault.control)
+                        .chain(self.controls.iter())
+                        .find(|c| c.supports(FaultKind::NodeShutdown))
+                        .cloned()
+                        .ok_or_else(|| {
+                            format!("fence {node}: no backend here can power nodes off (give power hooks)")
+                        })?;
                     jrec(Undo::HealFault {
-                        backend: fault.control.backend(),
+                        backend: power.backend(),
                         fault: FaultKind::NodeShutdown,
                         node: node.into(),
                     })?;
-                    faults::fence(fault.control.as_ref(), node)
+                    faults::fence(power.as_ref(), node)
                         .await
                         .map_err(|e| format!("fence {node}: {e}"))?;
                     self.note(format!(
                         "fenced: {node} powered off through {} and confirmed off",
-                        fault.control.backend().as_str()
+                        power.backend().as_str()
                     ));
                 }
                 jrec(Undo::RemoveTaint {
