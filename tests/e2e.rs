@@ -524,7 +524,11 @@ fn exported_image() -> String {
                 .args(["--name", &cluster_name()])
                 .output()
                 .expect("kind");
-            assert!(load.status.success(), "{}", String::from_utf8_lossy(&load.stderr));
+            assert!(
+                load.status.success(),
+                "{}",
+                String::from_utf8_lossy(&load.stderr)
+            );
             reference
         })
         .clone()
@@ -579,11 +583,15 @@ fn agent_faults_give_the_same_verdicts_as_docker() {
             "oos-taint-fenced",
             "--node-control",
             "agent",
-            "--out",
         ]))
+        .arg("--out")
         .arg(&dir),
     );
-    assert_eq!(res.status.code(), Some(0), "both variants meet their expectations");
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "both variants meet their expectations"
+    );
     let report = nodedown::report::json::from_str(
         &std::fs::read_to_string(dir.join("results.json")).unwrap(),
     )
@@ -597,14 +605,21 @@ fn agent_faults_give_the_same_verdicts_as_docker() {
             .clone()
             .unwrap()
     };
-    assert!(i("oos-taint-unfenced").split_brain, "split brain caught through the agent");
+    assert!(
+        i("oos-taint-unfenced").split_brain,
+        "split brain caught through the agent"
+    );
     let fenced = i("oos-taint-fenced");
-    assert_eq!(fenced.verdict, nodedown::report::Verdict::Pass, "{}", fenced.evidence);
+    assert_eq!(
+        fenced.verdict,
+        nodedown::report::Verdict::Pass,
+        "{}",
+        fenced.evidence
+    );
     for v in ["oos-taint-unfenced", "oos-taint-fenced"] {
-        let journal = std::fs::read_to_string(
-            dir.join(format!("network-partition/{v}/1/journal.jsonl")),
-        )
-        .unwrap();
+        let journal =
+            std::fs::read_to_string(dir.join(format!("network-partition/{v}/1/journal.jsonl")))
+                .unwrap();
         assert!(journal.contains("\"backend\":\"agent\""), "{v}: {journal}");
     }
 
@@ -617,8 +632,8 @@ fn agent_faults_give_the_same_verdicts_as_docker() {
             "force-delete-pod",
             "--node-control",
             "agent",
-            "--out",
         ]))
+        .arg("--out")
         .arg(&dir),
     );
     assert_eq!(res.status.code(), Some(0));
@@ -642,8 +657,8 @@ fn a_partition_heals_itself_when_its_lease_ends() {
         "agent",
         "--fault-lease",
         "40s",
-        "--out",
     ]))
+    .arg("--out")
     .arg(&dir)
     .stdout(Stdio::null())
     .spawn()
@@ -651,18 +666,27 @@ fn a_partition_heals_itself_when_its_lease_ends() {
     let rd = dir.join("network-partition/none/1");
     wait_until(
         Duration::from_secs(240),
-        || events_contain(&rd, "\"node-not-ready\"") || events_contain(&rd, "\"status\":\"Unknown\""),
+        || {
+            events_contain(&rd, "\"node-not-ready\"")
+                || events_contain(&rd, "\"status\":\"Unknown\"")
+        },
         "the partitioned node NotReady",
     );
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(!unhealthy_nodes().is_empty(), "the partition outlived nodedown");
+    assert!(
+        !unhealthy_nodes().is_empty(),
+        "the partition outlived nodedown"
+    );
     wait_until(
         Duration::from_secs(150),
         || unhealthy_nodes().is_empty(),
         "the node back by itself after the lease",
     );
-    assert!(!agent_namespaces().is_empty(), "the agent is still there before cleanup");
+    assert!(
+        !agent_namespaces().is_empty(),
+        "the agent is still there before cleanup"
+    );
     let res = run_ok(nodedown().arg("cleanup").arg(&dir));
     assert_eq!(res.status.code(), Some(0));
     wait_until(

@@ -76,6 +76,8 @@ mod tests {
             expectations: vec![],
             verdict,
             error: error.then(|| "boom".to_string()),
+            environment: None,
+            spec_hash: String::new(),
             integrity: None,
         }
     }

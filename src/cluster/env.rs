@@ -380,6 +380,61 @@ pub async fn describe_target(env: &Env) -> Result<String, ClusterError> {
     ))
 }
 
+/// Where a run happens: versions of the API server and every node, the storage class with its
+/// provisioner and, for a CSI driver, whether it attaches.
+pub async fn facts(
+    client: &Client,
+    storage_class: &str,
+) -> Result<crate::timeline::ClusterFacts, kube::Error> {
+    use crate::timeline::{ClusterFacts, NodeInfo};
+    use k8s_openapi::api::core::v1::Node;
+    use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+    let version = client.apiserver_version().await?;
+    let nodes = kube::Api::<Node>::all(client.clone())
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|n| {
+            let info = n.status.and_then(|s| s.node_info);
+            NodeInfo {
+                name: n.metadata.name.unwrap_or_default(),
+                os_image: info
+                    .as_ref()
+                    .map(|i| i.os_image.clone())
+                    .unwrap_or_default(),
+                kernel: info
+                    .as_ref()
+                    .map(|i| i.kernel_version.clone())
+                    .unwrap_or_default(),
+                container_runtime: info
+                    .as_ref()
+                    .map(|i| i.container_runtime_version.clone())
+                    .unwrap_or_default(),
+                kubelet: info.map(|i| i.kubelet_version).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let provisioner = kube::Api::<StorageClass>::all(client.clone())
+        .get_opt(storage_class)
+        .await?
+        .map(|sc| sc.provisioner);
+    let attach_required = match &provisioner {
+        Some(p) => kube::Api::<CSIDriver>::all(client.clone())
+            .get_opt(p)
+            .await?
+            .map(|d| d.spec.attach_required.unwrap_or(true)),
+        None => None,
+    };
+    Ok(ClusterFacts {
+        kubernetes: version.git_version,
+        nodes,
+        storage_class: storage_class.to_string(),
+        provisioner,
+        attach_required,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ mod docker;
 mod env;
 pub use docker::*;
 pub use env::{
-    describe_target, guard, resolve_context, targets_existing, ClusterOptions, Env, Session,
+    describe_target, facts, guard, resolve_context, targets_existing, ClusterOptions, Env, Session,
 };
 
 use std::path::{Path, PathBuf};

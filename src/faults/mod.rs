@@ -56,7 +56,11 @@ pub struct NodeFault {
     pub peers: Vec<String>,
     /// How long the fault may last at most: a backend that can (the agent) undoes it by itself
     /// then, even when the harness is gone.
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "humantime_serde")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "humantime_serde"
+    )]
     pub lease: Option<std::time::Duration>,
 }
 

@@ -2,8 +2,8 @@
 //! `events.jsonl` (the [`Event`]s). Pure: everything is recomputed from these two.
 
 use super::{
-    ExperimentResult, IntegrityResult, PhaseResult, Report, RunResult, TimeZeroResult, WriteOutage,
-    SCHEMA_VERSION,
+    Environment, ExperimentResult, IntegrityResult, PhaseResult, Report, RunResult, TimeZeroResult,
+    WriteOutage, SCHEMA_VERSION,
 };
 use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
@@ -69,6 +69,23 @@ pub fn run_result_with(
         (Some(first), Some(last)) => last.at_ms.saturating_sub(first.at_ms),
         _ => 0,
     };
+    let environment = (timeline.facts.is_some() || timeline.backend.is_some()).then(|| {
+        let facts = timeline.facts.as_ref();
+        Environment {
+            kubernetes: facts.map(|f| f.kubernetes.clone()),
+            target_node_info: facts.and_then(|f| {
+                f.nodes
+                    .iter()
+                    .find(|n| Some(&n.name) == timeline.target_node.as_ref())
+                    .cloned()
+            }),
+            node_count: facts.map(|f| f.nodes.len()),
+            storage_class: facts.map(|f| f.storage_class.clone()),
+            provisioner: facts.and_then(|f| f.provisioner.clone()),
+            attach_required: facts.and_then(|f| f.attach_required),
+            backend: timeline.backend.clone(),
+        }
+    });
     RunResult {
         id: run.id.clone(),
         variant: run.variant.clone(),
@@ -99,8 +116,26 @@ pub fn run_result_with(
         expectations,
         verdict,
         error,
+        environment,
+        spec_hash: spec_hash(run),
         integrity,
     }
+}
+
+/// The first 16 hex digits of SHA-256 over the run's resolved spec as JSON, without what names
+/// the run (id, file, variant, repetition).
+pub fn spec_hash(run: &PlannedRun) -> String {
+    use sha2::{Digest, Sha256};
+    let spec = serde_json::json!({
+        "cluster": run.cluster,
+        "workload": run.workload,
+        "fault": run.fault,
+        "remediation": run.remediation,
+        "timeouts": run.timeouts,
+        "expect": run.expect,
+    });
+    let digest = Sha256::digest(spec.to_string().as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 /// The report of many runs, grouped by experiment in the order experiments are first seen

@@ -118,6 +118,33 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
             props.push((name.into(), v.clone()));
         }
     }
+    props.push(("spec-hash".into(), run.spec_hash.clone()));
+    if let Some(env) = &run.environment {
+        let node = env.target_node_info.as_ref();
+        let fields = [
+            ("env.kubernetes", env.kubernetes.clone()),
+            ("env.node-count", env.node_count.map(|n| n.to_string())),
+            ("env.node.os", node.map(|n| n.os_image.clone())),
+            ("env.node.kernel", node.map(|n| n.kernel.clone())),
+            (
+                "env.node.runtime",
+                node.map(|n| n.container_runtime.clone()),
+            ),
+            ("env.node.kubelet", node.map(|n| n.kubelet.clone())),
+            ("env.storage-class", env.storage_class.clone()),
+            ("env.provisioner", env.provisioner.clone()),
+            (
+                "env.attach-required",
+                env.attach_required.map(|a| a.to_string()),
+            ),
+            ("env.backend", env.backend.clone()),
+        ];
+        for (name, value) in fields {
+            if let Some(v) = value {
+                props.push((name.into(), v));
+            }
+        }
+    }
     if let Some(i) = &run.integrity {
         props.push(("integrity".into(), verdict_word(i.verdict).into()));
         props.push(("integrity.split-brain".into(), i.split_brain.to_string()));

@@ -96,6 +96,33 @@ fn integrity_cell(runs: &[&RunResult]) -> String {
         .join(" · ")
 }
 
+/// One line on where the runs happened.
+fn environment_line(env: &crate::report::Environment) -> String {
+    let mut parts = Vec::new();
+    if let Some(k) = &env.kubernetes {
+        parts.push(format!("Kubernetes {k}"));
+    }
+    if let Some(n) = &env.target_node_info {
+        parts.push(format!(
+            "{} · kernel {} · {}",
+            n.container_runtime, n.kernel, n.os_image
+        ));
+    }
+    if let Some(sc) = &env.storage_class {
+        let how = match (&env.provisioner, env.attach_required) {
+            (Some(p), Some(true)) => format!(" ({p}, attaches)"),
+            (Some(p), Some(false)) => format!(" ({p}, no attach)"),
+            (Some(p), None) => format!(" ({p})"),
+            (None, _) => String::new(),
+        };
+        parts.push(format!("storage class {sc}{how}"));
+    }
+    if let Some(b) = &env.backend {
+        parts.push(format!("faults via {b}"));
+    }
+    format!("Environment: {}", parts.join(" · "))
+}
+
 /// The median write outage of a variant's runs (`—` when none was measured).
 fn outage_cell(runs: &[&RunResult]) -> String {
     let v: Vec<u64> = runs
@@ -116,6 +143,9 @@ fn outage_cell(runs: &[&RunResult]) -> String {
 fn experiment(out: &mut String, exp: &ExperimentResult) {
     let _ = writeln!(out, "\n### {}\n", cell(&exp.name));
     let _ = writeln!(out, "`{}`\n", exp.file.replace('`', "'"));
+    if let Some(env) = exp.runs.iter().find_map(|r| r.environment.as_ref()) {
+        let _ = writeln!(out, "{}\n", line(&environment_line(env)));
+    }
     let mut header = "| variant | remediation | verdict |".to_string();
     let mut rule = "|---|---|---|".to_string();
     for m in COLUMNS {

@@ -64,9 +64,39 @@ pub struct RunResult {
     /// The harness could not complete the run (then the verdict is Unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Where the run happened: versions, storage, how the fault was applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Environment>,
+    /// A hash of the run's resolved spec (cluster, workload, fault, remediation, timeouts,
+    /// expectations): equal for repetitions, different when anything that shapes the run does.
+    pub spec_hash: String,
     /// The integrity checker's findings (ledger workload only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integrity: Option<IntegrityResult>,
+}
+
+/// Where a run happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Environment {
+    /// The API server's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<String>,
+    /// The target node as its kubelet describes itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_node_info: Option<crate::timeline::NodeInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_count: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioner: Option<String>,
+    /// The CSIDriver's `attachRequired` (absent: not a CSI driver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach_required: Option<bool>,
+    /// The node-control backend that applied the fault: docker, power-hooks or agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
 }
 
 /// What the integrity checker concluded about a run's ledger.

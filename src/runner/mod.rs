@@ -335,6 +335,12 @@ impl Steps {
             )),
             WorkloadKind::Writer => None,
         };
+        match crate::cluster::facts(&self.client, &self.run.workload.storage_class).await {
+            Ok(facts) => {
+                self.recorder.record(EventKind::ClusterFacts(facts));
+            }
+            Err(e) => self.note(format!("cluster facts not read: {e}")),
+        }
         workload.deploy(&self.client, &self.journal).await?;
         Ok((workload, watch, acks))
     }
@@ -448,6 +454,7 @@ impl Steps {
                 fault: kind.as_str().into(),
                 node: node.clone(),
                 basis: effect.basis,
+                backend: Some(control.backend().as_str().into()),
                 returned_ms: Some(returned_ms),
             },
             Some(effect.at),

@@ -59,6 +59,33 @@ pub enum Resource {
     Events,
 }
 
+/// One node as its kubelet describes itself (`status.nodeInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeInfo {
+    pub name: String,
+    pub os_image: String,
+    pub kernel: String,
+    pub container_runtime: String,
+    pub kubelet: String,
+}
+
+/// Where a run happened, read from the cluster at setup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterFacts {
+    /// The API server's version (`gitVersion`).
+    pub kubernetes: String,
+    pub nodes: Vec<NodeInfo>,
+    pub storage_class: String,
+    /// The StorageClass's provisioner (absent when the class does not exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioner: Option<String>,
+    /// The CSIDriver's `attachRequired`, when the provisioner is a CSI driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach_required: Option<bool>,
+}
+
 /// What a fault's time zero (its `fault-injected` instant) was taken from, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -92,6 +119,8 @@ pub enum EventKind {
         variant: String,
         repetition: u32,
     },
+    /// Where the run happened (versions, storage), read at setup.
+    ClusterFacts(ClusterFacts),
     /// The workload's target pod ran and was Ready before the fault: the steady state.
     WorkloadReady {
         pod: String,
@@ -108,6 +137,9 @@ pub enum EventKind {
         node: String,
         #[serde(default = "default_basis")]
         basis: TimeZeroBasis,
+        /// The node-control backend that applied it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        backend: Option<String>,
         /// Run clock when the call that applied the fault returned.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         returned_ms: Option<u64>,

@@ -25,7 +25,7 @@
 //! the old uid never counts as a replacement; without a known old uid there is no replacement
 //! at all (any pod could be the old one).
 
-use super::{ConditionStatus, Event, EventKind, PodPhase, Resource, TimeZeroBasis};
+use super::{ClusterFacts, ConditionStatus, Event, EventKind, PodPhase, Resource, TimeZeroBasis};
 use std::collections::BTreeMap;
 
 /// Taint the node lifecycle controller puts on a node that stopped reporting.
@@ -244,6 +244,10 @@ pub struct Timeline {
     pub observed_ms: Option<u64>,
     /// Watch gaps after the fault: (resource, from ms, until ms or `None` if never resumed).
     pub gaps: Vec<(Resource, u64, Option<u64>)>,
+    /// Where the run happened (from the `cluster-facts` event).
+    pub facts: Option<ClusterFacts>,
+    /// The node-control backend that applied the fault.
+    pub backend: Option<String>,
 }
 
 impl Timeline {
@@ -506,12 +510,15 @@ impl Tracker {
                 self.tl.target_node = Some(node.clone());
             }
             EventKind::FaultInjecting { .. } => self.requested_at = Some(e.at_ms),
+            EventKind::ClusterFacts(facts) => self.tl.facts = Some(facts.clone()),
             EventKind::FaultInjected {
                 node,
                 basis,
                 returned_ms,
+                backend,
                 ..
             } => {
+                self.tl.backend = backend.clone();
                 self.tl.fault_at_ms = Some(e.at_ms);
                 self.tl.target_node = Some(node.clone());
                 let rel = |ms: u64| ms as i64 - e.at_ms as i64;
@@ -859,6 +866,7 @@ pub(crate) mod tests {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
+                    backend: None,
                     returned_ms: None,
                 },
             ),
@@ -902,6 +910,7 @@ pub(crate) mod tests {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
+                    backend: None,
                     returned_ms: None,
                 },
             ),
@@ -940,6 +949,7 @@ pub(crate) mod tests {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
+                    backend: None,
                     returned_ms: None,
                 },
             ),
@@ -990,6 +1000,7 @@ pub(crate) mod tests {
                 fault: "network-partition".into(),
                 node: "w1".into(),
                 basis: TimeZeroBasis::CommandReturned,
+                backend: Some("agent".into()),
                 returned_ms: Some(at + 3),
             },
         )
@@ -1107,6 +1118,7 @@ pub(crate) mod tests {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
+                    backend: None,
                     returned_ms: None,
                 },
             ),
@@ -1134,6 +1146,7 @@ pub(crate) mod tests {
                     fault: "node-shutdown".into(),
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
+                    backend: None,
                     returned_ms: None,
                 },
             ),

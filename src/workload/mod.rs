@@ -3,7 +3,6 @@
 //! name), and how its evidence comes back after failover ([`Evidence`]). The runner only calls
 //! `deploy`, `selector` and `collect_ledger`.
 
-
 pub mod image;
 pub mod ledger;
 pub mod writer;

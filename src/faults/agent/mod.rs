@@ -100,7 +100,13 @@ fn err(node: &str, detail: impl Into<String>) -> NodeError {
 fn agent_namespace(node: &str) -> String {
     let clean: String = node
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
     let mut name = format!("nd-agent-{clean}");
     name.truncate(63);
@@ -219,13 +225,17 @@ impl AgentNodeControl {
             .header("Content-Type", "application/json")
             .body(body)
             .expect("valid request");
-        match tokio::time::timeout(Duration::from_secs(5), self.client.request_text(request)).await {
+        match tokio::time::timeout(Duration::from_secs(5), self.client.request_text(request)).await
+        {
             Ok(r) => r.map_err(|e| e.to_string()),
             Err(_) => Err("no answer within 5s".into()),
         }
     }
 
-    async fn find_agent(&self, node: &str) -> Result<Option<(String, Option<String>, Option<u64>)>, NodeError> {
+    async fn find_agent(
+        &self,
+        node: &str,
+    ) -> Result<Option<(String, Option<String>, Option<u64>)>, NodeError> {
         let all: Api<DaemonSet> = Api::all(self.client.clone());
         let list = all
             .list(&ListParams::default().labels(&format!("{AGENT_NODE_LABEL}={node}")))
@@ -251,7 +261,10 @@ impl AgentNodeControl {
     }
 
     async fn node_address(&self, node: &str) -> Option<String> {
-        let n = Api::<Node>::all(self.client.clone()).get_opt(node).await.ok()??;
+        let n = Api::<Node>::all(self.client.clone())
+            .get_opt(node)
+            .await
+            .ok()??;
         n.status?
             .addresses?
             .into_iter()
@@ -275,7 +288,9 @@ impl AgentNodeControl {
         ds.patch(
             "nodedown-agent",
             &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {LEASE_ANNOTATION: until.to_string()}}})),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {LEASE_ANNOTATION: until.to_string()}}}),
+            ),
         )
         .await
         .map_err(|e| err(node, format!("annotate the agent's lease: {e}")))?;
@@ -285,10 +300,12 @@ impl AgentNodeControl {
             lease_ms: lease.as_millis() as u64,
         };
         let body = serde_json::to_vec(&order).expect("order serializes");
-        let answer = self
-            .post(&ns, &pod, "/fault", body)
-            .await
-            .map_err(|e| err(node, format!("order {} from the agent: {e}", fault.kind.as_str())))?;
+        let answer = self.post(&ns, &pod, "/fault", body).await.map_err(|e| {
+            err(
+                node,
+                format!("order {} from the agent: {e}", fault.kind.as_str()),
+            )
+        })?;
         let _: Accepted = serde_json::from_str(&answer)
             .map_err(|e| err(node, format!("the agent answered {answer:?}: {e}")))?;
         Ok(Effect {
@@ -315,7 +332,9 @@ impl AgentNodeControl {
             // Cut off: the agent heals by itself when the lease ends.
             if let Some(until) = lease {
                 let wait = until.saturating_sub(unix_ms()) + 3_000;
-                tracing::info!("agent on {node} unreachable; waiting {wait} ms for its lease to end");
+                tracing::info!(
+                    "agent on {node} unreachable; waiting {wait} ms for its lease to end"
+                );
                 tokio::time::sleep(Duration::from_millis(wait)).await;
             }
         }
@@ -426,7 +445,10 @@ mod tests {
         assert_eq!(spec["tolerations"][0]["operator"], "Exists");
         let c = &spec["containers"][0];
         assert_eq!(c["securityContext"]["privileged"], true);
-        assert!(c["command"].as_array().unwrap().contains(&json!("--test-node")));
+        assert!(c["command"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("--test-node")));
         let ds = daemonset("worker-2", "img:1", false, false);
         let v = serde_json::to_value(&ds).unwrap();
         assert!(!v["spec"]["template"]["spec"]["containers"][0]["command"]

@@ -95,7 +95,10 @@ fn now_ms() -> u64 {
 /// systemd in a kind node has).
 pub fn host_is_container() -> bool {
     std::fs::read("/proc/1/environ")
-        .map(|env| env.split(|b| *b == 0).any(|kv| kv.starts_with(b"container=")))
+        .map(|env| {
+            env.split(|b| *b == 0)
+                .any(|kv| kv.starts_with(b"container="))
+        })
         .unwrap_or(false)
 }
 
@@ -106,16 +109,17 @@ fn host_sh(script: &str) -> Result<String, String> {
     use std::os::unix::process::CommandExt;
     let mut fds = Vec::new();
     for ns in ["ipc", "uts", "net", "pid", "mnt"] {
-        let f = std::fs::File::open(format!("/proc/1/ns/{ns}"))
-            .map_err(|e| format!("open /proc/1/ns/{ns} (is the pod hostPID and privileged?): {e}"))?;
+        let f = std::fs::File::open(format!("/proc/1/ns/{ns}")).map_err(|e| {
+            format!("open /proc/1/ns/{ns} (is the pod hostPID and privileged?): {e}")
+        })?;
         fds.push(f);
     }
     let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
     let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(script)
-        .env_clear()
-        .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    cmd.arg("-c").arg(script).env_clear().env(
+        "PATH",
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    );
     // SAFETY: only async-signal-safe calls (setns) between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -139,7 +143,11 @@ fn host_sh(script: &str) -> Result<String, String> {
     if out.status.success() {
         Ok(text)
     } else {
-        Err(format!("`{script}` failed ({}): {}", out.status, text.trim()))
+        Err(format!(
+            "`{script}` failed ({}): {}",
+            out.status,
+            text.trim()
+        ))
     }
 }
 
@@ -288,10 +296,15 @@ pub fn run(port: u16, test_node: bool) -> std::io::Result<()> {
                                 let result = apply(&order);
                                 let at = now_ms();
                                 let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-                                s.status.applied.push((order.kind, at, result.clone().err()));
+                                s.status
+                                    .applied
+                                    .push((order.kind, at, result.clone().err()));
                                 drop(s);
                                 if let Err(e) = result {
-                                    eprintln!("agent: applying {} failed: {e}", order.kind.as_str());
+                                    eprintln!(
+                                        "agent: applying {} failed: {e}",
+                                        order.kind.as_str()
+                                    );
                                     // Undo whatever part of it took.
                                     let due = state
                                         .lock()
@@ -344,7 +357,9 @@ mod tests {
     #[test]
     fn the_lease_heals_at_its_end_and_not_before() {
         let mut l = Lease::default();
-        let a = l.order(&order(FaultKind::KubeletStop, 5_000), 1_000).unwrap();
+        let a = l
+            .order(&order(FaultKind::KubeletStop, 5_000), 1_000)
+            .unwrap();
         assert_eq!(a.until_ms, 6_000);
         assert_eq!(l.tick(5_999), Due::Nothing);
         assert_eq!(l.tick(6_000), Due::Heal(FaultKind::KubeletStop));
