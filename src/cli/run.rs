@@ -279,8 +279,10 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     };
     let settings = RunSettings {
         image,
-        shared_dir: Some(args.shared_dir.clone()),
-        ledger_via_api: args.ledger_via == LedgerVia::Api,
+        storage: crate::workload::StorageAccess {
+            shared_dir: Some(args.shared_dir.clone()),
+            ledger_via_api: args.ledger_via == LedgerVia::Api,
+        },
         force: args.force,
         allow_control_plane: args.allow_control_plane,
         fault_lease: args.fault_lease,

@@ -20,7 +20,7 @@ use crate::spec::{Experiment, FaultKind, RemediationSpec, WorkloadKind};
 use crate::store;
 use crate::timeline::{Event, EventKind, Phase, Tracker};
 use crate::units::fmt_duration;
-use crate::workload::Workload;
+use crate::workload::{StorageAccess, Workload};
 use heal::Healer;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::ListParams;
@@ -56,10 +56,8 @@ const LEASE_MARGIN: Duration = Duration::from_secs(60);
 pub struct RunSettings {
     /// The workload image and whether it was preloaded into the nodes.
     pub image: (String, bool),
-    /// The host directory behind testenv's shared storage class, when this machine has it.
-    pub shared_dir: Option<PathBuf>,
-    /// Read the ledger through the API server even when the host directory is here.
-    pub ledger_via_api: bool,
+    /// How the workload's storage and evidence are reached from this machine.
+    pub storage: StorageAccess,
     /// Run on a degraded cluster (skip the preflight refusal).
     pub force: bool,
     /// Allow faulting a control-plane node.
@@ -299,8 +297,7 @@ impl Steps {
             run_id: self.run.id.clone(),
             image: self.settings.image.0.clone(),
             preloaded: self.settings.image.1,
-            shared_dir: self.settings.shared_dir.clone(),
-            ledger_via_api: self.settings.ledger_via_api,
+            storage: self.settings.storage.clone(),
         };
         self.progress
             .step(&format!("setup: namespace {}", workload.namespace));
@@ -390,7 +387,7 @@ impl Steps {
             .cloned()
             .ok_or_else(|| {
                 format!(
-                    "no node-control backend here can carry out {}: on kind, Docker access to the node containers; elsewhere the node agent (kubelet-stop, network-partition) or power hooks (node-shutdown: --power-off/--power-on/--power-state)",
+                    "no node-control backend here can carry out {}: give --node-control agent (kubelet-stop, network-partition) or power hooks (node-shutdown: --power-off/--power-on/--power-state); see README, Running on your own cluster",
                     kind.as_str()
                 )
             })

@@ -91,6 +91,12 @@ pub struct Workload {
     pub image: String,
     /// The image was loaded into the nodes (never pull it).
     pub preloaded: bool,
+    pub storage: StorageAccess,
+}
+
+/// How the workload's storage and evidence are reached from the harness's machine.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StorageAccess {
     /// The host directory behind [`SHARED_CLASS`], when this machine has it.
     pub shared_dir: Option<PathBuf>,
     /// Read the ledger through the pod proxy even when the host directory is here.
@@ -119,7 +125,7 @@ impl Workload {
             .map_err(|e| format!("create namespace {ns}: {e}"))?;
         if self.spec.storage_class == SHARED_CLASS {
             // testenv's shared directory: nodedown makes the PersistentVolumes itself.
-            if let Some(dir) = &self.shared_dir {
+            if let Some(dir) = &self.storage.shared_dir {
                 jrec(Undo::RemoveDir { path: dir.join(ns) })?;
             }
             let pvs: Api<PersistentVolume> = Api::all(client.clone());
@@ -146,9 +152,9 @@ impl Workload {
     /// How the ledger comes back: the host directory when this machine holds the shared
     /// storage, else through the pod proxy.
     pub fn evidence(&self) -> Evidence {
-        match &self.shared_dir {
+        match &self.storage.shared_dir {
             Some(dir)
-                if !self.ledger_via_api
+                if !self.storage.ledger_via_api
                     && self.spec.storage_class == SHARED_CLASS
                     && dir.is_dir() =>
             {
