@@ -779,3 +779,24 @@ fn existing_cluster_by_kubeconfig_is_guarded_and_faulted_through_power_hooks() {
     assert!(session.contains("\"provider\": \"existing\""), "{session}");
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// Node-local volumes (the data does not follow the pod): the integrity verdict is still
+/// decided, from the ledger read through the API server.
+#[test]
+fn local_storage_integrity_is_read_through_the_api() {
+    let _g = lock_cluster();
+    let (status, report, dir) = run_experiment("experiments/local-storage.yaml", &[]);
+    let run = &report.experiments[0].runs[0];
+    assert_eq!(status.code(), Some(0), "{run:?}");
+    let i = run.integrity.as_ref().expect("integrity verdict");
+    assert_eq!(i.verdict, nodedown::report::Verdict::Pass, "{}", i.evidence);
+    assert!(i.records > 0 && i.acknowledged > 0, "{i:?}");
+    let events =
+        std::fs::read_to_string(dir.path().join("run/local-storage/default/1/events.jsonl"))
+            .unwrap();
+    assert!(
+        events.contains("through the API server"),
+        "read through the pod proxy"
+    );
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}

@@ -603,7 +603,19 @@ impl Steps {
     ) {
         tokio::time::sleep(Duration::from_secs(3)).await;
         acks.stop().await;
-        let serving = watch.tracker.serving_pod(None).map(|p| p.name.clone());
+        // The pod serving the workload now; else one still running (e.g. on a node whose
+        // kubelet is stopped: the API server still reaches it).
+        let serving = watch
+            .tracker
+            .serving_pod(None)
+            .or_else(|| {
+                watch.tracker.pods().find(|p| {
+                    p.phase == crate::timeline::PodPhase::Running
+                        && !p.terminating
+                        && p.node.is_some()
+                })
+            })
+            .map(|p| p.name.clone());
         let note = match workload
             .collect_ledger(
                 &self.client,

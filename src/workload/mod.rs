@@ -20,6 +20,11 @@ use std::path::{Path, PathBuf};
 pub const SHARED_CLASS: &str = "nodedown-shared";
 /// Where every testenv node mounts the shared host directory.
 pub const SHARED_NODE_PATH: &str = "/mnt/nodedown-shared";
+/// testenv's node-local storage class: nodedown makes one PersistentVolume per worker node,
+/// pinned to it; the data stays on that node (no failover possible without it).
+pub const LOCAL_CLASS: &str = "nodedown-local";
+/// Where a node-local volume lives inside its node.
+pub const LOCAL_NODE_PATH: &str = "/var/lib/nodedown-local";
 /// The host directory behind it on the testenv machine (the default of `--shared-dir`).
 pub const DEFAULT_SHARED_DIR: &str = "/var/lib/nodedown/shared";
 /// Label on everything nodedown creates, with the run id as value.
@@ -63,6 +68,26 @@ pub fn shared_volume(ns: &str, pod: &str, size: &str, run_id: &str) -> Persisten
             "storageClassName": SHARED_CLASS,
             "claimRef": {"namespace": ns, "name": claim_name(pod)},
             "hostPath": {"path": format!("{SHARED_NODE_PATH}/{ns}/{}", claim_name(pod)), "type": "DirectoryOrCreate"}
+        }
+    }))
+    .expect("valid PersistentVolume")
+}
+
+/// A node-local PersistentVolume of [`LOCAL_CLASS`] on `node` (not bound in advance).
+pub fn local_volume(ns: &str, node: &str, size: &str, run_id: &str) -> PersistentVolume {
+    let mut name = format!("{ns}-local-{node}");
+    name.truncate(253);
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {RUN_LABEL: label_value(run_id)}},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": LOCAL_CLASS,
+            "hostPath": {"path": format!("{LOCAL_NODE_PATH}/{ns}"), "type": "DirectoryOrCreate"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+            ]}]}}
         }
     }))
     .expect("valid PersistentVolume")
@@ -137,6 +162,31 @@ impl Workload {
                 pvs.create(&PostParams::default(), &pv)
                     .await
                     .map_err(|e| format!("create PersistentVolume {name}: {e}"))?;
+            }
+        }
+        if self.spec.storage_class == LOCAL_CLASS {
+            // One volume per worker, each pinned to its node; the scheduler binds the claim to
+            // the one on the node it picks.
+            let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+                .list(&Default::default())
+                .await
+                .map_err(|e| format!("list nodes: {e}"))?;
+            let pvs: Api<PersistentVolume> = Api::all(client.clone());
+            for node in nodes.items.iter().filter(|n| {
+                !n.metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key("node-role.kubernetes.io/control-plane"))
+            }) {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                let pv = local_volume(ns, &name, &self.spec.size, &self.run_id);
+                let pv_name = pv.metadata.name.clone().unwrap_or_default();
+                jrec(Undo::DeletePersistentVolume {
+                    name: pv_name.clone(),
+                })?;
+                pvs.create(&PostParams::default(), &pv)
+                    .await
+                    .map_err(|e| format!("create PersistentVolume {pv_name}: {e}"))?;
             }
         }
         Api::<StatefulSet>::namespaced(client.clone(), ns)
