@@ -603,16 +603,15 @@ impl Steps {
     ) {
         tokio::time::sleep(Duration::from_secs(3)).await;
         acks.stop().await;
-        // The pod serving the workload now; else one still running (e.g. on a node whose
-        // kubelet is stopped: the API server still reaches it).
+        // The pod serving the workload now; else one whose object still exists and runs, even
+        // evicted (on a node whose kubelet is stopped it keeps running, and the API server still
+        // reaches it).
         let serving = watch
             .tracker
             .serving_pod(None)
             .or_else(|| {
                 watch.tracker.pods().find(|p| {
-                    p.phase == crate::timeline::PodPhase::Running
-                        && !p.terminating
-                        && p.node.is_some()
+                    p.phase == crate::timeline::PodPhase::Running && p.node.is_some()
                 })
             })
             .map(|p| p.name.clone());
