@@ -216,10 +216,10 @@ mod tests {
     use super::*;
 
     fn node(yaml: &str) -> Node {
-        serde_yaml_ng::from_str(yaml).unwrap()
+        serde_saphyr::from_str(yaml).unwrap()
     }
     fn pod(yaml: &str) -> Pod {
-        serde_yaml_ng::from_str(yaml).unwrap()
+        serde_saphyr::from_str(yaml).unwrap()
     }
 
     const READY_NODE: &str = "metadata: {name: w1}\nstatus:\n  conditions:\n  - {type: Ready, status: 'True', reason: KubeletReady}\n";

@@ -37,49 +37,29 @@ pub struct PlanOptions {
     pub only: Vec<String>,
 }
 
-/// The name of the implicit variant of an experiment without `variants`.
-pub const DEFAULT_VARIANT: &str = "default";
+pub use crate::spec::DEFAULT_VARIANT;
 
 /// Expands one experiment into its runs, variants in file order, repetitions innermost.
 pub fn expand(exp: &Experiment, file: &std::path::Path, opts: &PlanOptions) -> Vec<PlannedRun> {
     let repeat = opts.repeat.unwrap_or(exp.repeat).max(1);
-    let base = (DEFAULT_VARIANT.to_string(), None, None, None, None);
-    let variants: Vec<_> = if exp.variants.is_empty() {
-        vec![base]
-    } else {
-        exp.variants
-            .iter()
-            .map(|v| {
-                (
-                    v.name.clone(),
-                    v.fault.clone(),
-                    v.remediation.clone(),
-                    v.timeouts.clone(),
-                    v.expect.clone(),
-                )
-            })
-            .collect()
-    };
     let mut runs = Vec::new();
-    for (name, fault, remediation, timeouts, expect) in variants {
-        if !opts.only.is_empty() && !opts.only.iter().any(|o| o == &name) {
+    for variant in exp.variant_specs() {
+        if !opts.only.is_empty() && !opts.only.iter().any(|o| o == variant.name) {
             continue;
         }
         for repetition in 1..=repeat {
             runs.push(PlannedRun {
-                id: format!("{}/{}/{}", exp.name, name, repetition),
+                id: format!("{}/{}/{}", exp.name, variant.name, repetition),
                 experiment: exp.name.clone(),
                 file: file.to_path_buf(),
-                variant: name.clone(),
+                variant: variant.name.to_string(),
                 repetition,
                 cluster: exp.cluster.clone(),
                 workload: exp.workload.clone(),
-                fault: fault.clone().unwrap_or_else(|| exp.fault.clone()),
-                remediation: remediation
-                    .clone()
-                    .unwrap_or_else(|| exp.remediation.clone()),
-                timeouts: timeouts.clone().unwrap_or_else(|| exp.timeouts.clone()),
-                expect: expect.clone().unwrap_or_else(|| exp.expect.clone()),
+                fault: variant.fault.clone(),
+                remediation: variant.remediation.clone(),
+                timeouts: variant.timeouts.clone(),
+                expect: variant.expect.clone(),
             });
         }
     }

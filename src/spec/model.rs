@@ -39,6 +39,47 @@ fn one() -> u32 {
     1
 }
 
+/// The name of the implicit variant of an experiment without `variants`.
+pub const DEFAULT_VARIANT: &str = "default";
+
+/// What the runs of one variant use: the experiment's fields with the variant's in their place.
+#[derive(Debug, Clone, Copy)]
+pub struct VariantSpec<'a> {
+    pub name: &'a str,
+    pub fault: &'a FaultSpec,
+    pub remediation: &'a RemediationSpec,
+    pub timeouts: &'a Timeouts,
+    pub expect: &'a Expectations,
+}
+
+impl Experiment {
+    /// Each variant merged into the experiment, in file order: a field the variant gives
+    /// replaces the experiment's field as a whole (no deep merge). Without variants, one
+    /// variant named [`DEFAULT_VARIANT`] with the experiment's own fields.
+    pub fn variant_specs(&self) -> Vec<VariantSpec<'_>> {
+        let base = VariantSpec {
+            name: DEFAULT_VARIANT,
+            fault: &self.fault,
+            remediation: &self.remediation,
+            timeouts: &self.timeouts,
+            expect: &self.expect,
+        };
+        if self.variants.is_empty() {
+            return vec![base];
+        }
+        self.variants
+            .iter()
+            .map(|v| VariantSpec {
+                name: &v.name,
+                fault: v.fault.as_ref().unwrap_or(base.fault),
+                remediation: v.remediation.as_ref().unwrap_or(base.remediation),
+                timeouts: v.timeouts.as_ref().unwrap_or(base.timeouts),
+                expect: v.expect.as_ref().unwrap_or(base.expect),
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ClusterSpec {
@@ -151,11 +192,12 @@ pub struct Target {
 
 /// What is done about the dead node.
 ///
-/// Written as one flat mapping, `{kind: force-delete-pod, after: 30s}`; read through
-/// `RawRemediation` so that a typo in any field is an error with its line (a tagged enum would
-/// lose the location, and would silently accept unknown fields next to `kind: none`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+/// Written as one flat mapping, `{kind: force-delete-pod, after: 30s}`, and read through
+/// `RawRemediation` (a tagged enum would lose the positions of its fields). Which fields apply
+/// to which kind is checked by the loader, which knows where each field is written; here a field
+/// that does not apply is dropped.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", from = "RawRemediation")]
 pub enum RemediationSpec {
     #[default]
     None,
@@ -201,8 +243,7 @@ impl RemediationSpec {
     }
 }
 
-/// The remediation as written: one flat mapping. Converted to [`RemediationSpec`] after checking
-/// that each field applies to the chosen `kind`.
+/// The remediation as written: one flat mapping.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawRemediation {
@@ -222,77 +263,18 @@ enum RemediationKind {
     DeleteNode,
 }
 
-/// Errors about one field of a mapping are written `field `<name>`: <what is wrong>; <what to
-/// do>`, so that the loader can point at that field's line. Used by the remediation reader,
-/// whose checks run once the whole mapping is read.
-pub(crate) const FIELD_ERROR_PREFIX: &str = "field `";
-
-impl RawRemediation {
-    fn check(self) -> Result<RemediationSpec, String> {
-        let field_error = |field: &str, what: &str| format!("{FIELD_ERROR_PREFIX}{field}`: {what}");
-        let after = self.after.map(|d| d.0);
-        match self.kind {
-            RemediationKind::None => {
-                if after.is_some() {
-                    return Err(field_error(
-                        "after",
-                        "remediation `none` takes no action, so it has no delay; remove `after`, or \
-                         choose a kind that acts: `out-of-service-taint`, `force-delete-pod` or \
-                         `delete-node`",
-                    ));
-                }
-                if self.fence.is_some() {
-                    return Err(field_error(
-                        "fence",
-                        "remediation `none` takes no action, so there is nothing to fence; remove \
-                         `fence`, or write `kind: out-of-service-taint`",
-                    ));
-                }
-                Ok(RemediationSpec::None)
-            }
-            RemediationKind::OutOfServiceTaint => Ok(RemediationSpec::OutOfServiceTaint {
-                after: after.unwrap_or_default(),
-                fence: self.fence.unwrap_or(false),
-            }),
-            RemediationKind::ForceDeletePod | RemediationKind::DeleteNode => {
-                if self.fence.is_some() {
-                    return Err(field_error(
-                        "fence",
-                        "only remediation `out-of-service-taint` fences the node; remove `fence`, \
-                         or write `kind: out-of-service-taint`",
-                    ));
-                }
-                let after = after.unwrap_or_default();
-                Ok(if self.kind == RemediationKind::ForceDeletePod {
-                    RemediationSpec::ForceDeletePod { after }
-                } else {
-                    RemediationSpec::DeleteNode { after }
-                })
-            }
+impl From<RawRemediation> for RemediationSpec {
+    fn from(raw: RawRemediation) -> Self {
+        let after = raw.after.map(|d| d.0).unwrap_or_default();
+        match raw.kind {
+            RemediationKind::None => RemediationSpec::None,
+            RemediationKind::OutOfServiceTaint => RemediationSpec::OutOfServiceTaint {
+                after,
+                fence: raw.fence.unwrap_or(false),
+            },
+            RemediationKind::ForceDeletePod => RemediationSpec::ForceDeletePod { after },
+            RemediationKind::DeleteNode => RemediationSpec::DeleteNode { after },
         }
-    }
-}
-
-impl<'de> Deserialize<'de> for RemediationSpec {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        // The check runs inside the mapping's own visitor, so a YAML deserializer attributes
-        // its error to the `remediation` mapping (path and line) rather than to the parent.
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = RemediationSpec;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a mapping such as {kind: force-delete-pod, after: 30s}")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<Self::Value, A::Error> {
-                let raw =
-                    RawRemediation::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                raw.check().map_err(serde::de::Error::custom)
-            }
-        }
-        deserializer.deserialize_struct("RemediationSpec", &["kind", "after", "fence"], Visit)
     }
 }
 

@@ -1,0 +1,465 @@
+//! The rules an experiment must follow beyond its types: names, ranges, targets, and what the
+//! runs of each variant use (timeouts against delays and bounds).
+
+use super::load::{
+    cluster_config_path, invalid, statefulset_name, SpecError, SpecErrorKind, MAX_NAME_LEN,
+    MAX_REPEAT,
+};
+use super::model::{
+    duration, Expectations, Experiment, FaultSpec, Provider, RemediationSpec, Timeouts,
+    VariantSpec, WorkloadKind, WorkloadSpec,
+};
+use super::yaml::Node;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+struct Checker<'a> {
+    file: &'a Path,
+    /// Where each field is written.
+    tree: &'a Node,
+}
+
+impl Checker<'_> {
+    fn fail(&self, field: &str, problem: impl Into<String>, hint: impl Into<String>) -> SpecError {
+        invalid(
+            self.file,
+            self.tree.locate(field),
+            Some(field.to_string()),
+            SpecErrorKind::Invalid,
+            problem,
+            hint,
+        )
+    }
+
+    fn name(&self, name: &str, field: &str, what: &str, example: &str) -> Result<(), SpecError> {
+        let hint = || {
+            let suggestion = slug(name);
+            let suggestion = if suggestion.is_empty() {
+                example.to_string()
+            } else {
+                suggestion
+            };
+            format!(
+                "use lowercase letters, digits and `-`, starting and ending with a letter or digit, \
+                 at most {MAX_NAME_LEN} characters, e.g. `{suggestion}`"
+            )
+        };
+        if name.is_empty() {
+            return Err(self.fail(field, format!("the {what} name is empty"), hint()));
+        }
+        if name.chars().count() > MAX_NAME_LEN {
+            return Err(self.fail(
+                field,
+                format!(
+                    "the {what} name is {} characters long, more than {MAX_NAME_LEN}",
+                    name.chars().count()
+                ),
+                hint(),
+            ));
+        }
+        if !is_dns_label(name) {
+            return Err(self.fail(
+                field,
+                format!("`{name}` is not a valid {what} name"),
+                hint(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn fault(
+        &self,
+        fault: &FaultSpec,
+        path: &str,
+        workload: &WorkloadSpec,
+    ) -> Result<(), SpecError> {
+        let field = format!("{path}.target.nodeOf");
+        let sts = statefulset_name(workload.kind);
+        let pod = fault.target.node_of.as_str();
+        if pod.trim().is_empty() {
+            return Err(self.fail(
+                &field,
+                "the target pod is empty",
+                format!("name the pod whose node is to fail, e.g. `nodeOf: {sts}-0`"),
+            ));
+        }
+        let ordinal = pod
+            .strip_prefix(sts)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .filter(|digits| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+            .filter(|digits| *digits == "0" || !digits.starts_with('0'))
+            .and_then(|digits| digits.parse::<u32>().ok());
+        if ordinal.is_none_or(|i| i >= workload.replicas) {
+            let pods = match workload.replicas {
+                0 => "no pods".to_string(),
+                1 => format!("one pod, `{sts}-0`"),
+                n => format!("pods `{sts}-0` to `{sts}-{}`", n - 1),
+            };
+            return Err(self.fail(
+                &field,
+                format!("`{pod}` is not a pod of the workload: its StatefulSet `{sts}` has {pods}"),
+                format!("write `nodeOf: {sts}-0`"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn timeouts(&self, timeouts: &Timeouts, path: &str) -> Result<(), SpecError> {
+        for (key, value, example) in [
+            ("steadyState", timeouts.steady_state, "3m"),
+            ("recovery", timeouts.recovery, "5m"),
+            ("heal", timeouts.heal, "3m"),
+        ] {
+            if value.is_zero() {
+                return Err(self.fail(
+                    &format!("{path}.{key}"),
+                    format!("`{key}: {}` leaves no time at all", duration::format(value)),
+                    format!("write a timeout longer than 0s, e.g. `{key}: {example}`"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn expect(&self, expect: &Expectations, path: &str) -> Result<(), SpecError> {
+        for (key, bound) in bounds(expect) {
+            if bound.is_zero() {
+                return Err(self.fail(
+                    &format!("{path}.{key}.max"),
+                    "`max: 0s` can never be met",
+                    "write a bound longer than 0s, e.g. `max: 2m`",
+                ));
+            }
+        }
+        if expect.recovered == Some(false) {
+            if let Some((key, _)) = bounds(expect).into_iter().next() {
+                return Err(self.fail(
+                    &format!("{path}.{key}"),
+                    format!(
+                        "`recovered: false` expects the pod not to come back, but `{key}` bounds how fast it comes back"
+                    ),
+                    format!("remove `{key}`, or write `recovered: true`"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `after` and `fence` only where the remediation kind uses them.
+    fn remediation(&self, remediation: &RemediationSpec, path: &str) -> Result<(), SpecError> {
+        let written = |key: &str| {
+            let field = format!("{path}.{key}");
+            self.tree.find(&field).map(|_| field)
+        };
+        let (field, problem, hint) = match remediation {
+            RemediationSpec::None => match (written("after"), written("fence")) {
+                (Some(after), _) => (
+                    after,
+                    "remediation `none` takes no action, so it has no delay",
+                    "remove `after`, or choose a kind that acts: `out-of-service-taint`, \
+                     `force-delete-pod` or `delete-node`",
+                ),
+                (None, Some(fence)) => (
+                    fence,
+                    "remediation `none` takes no action, so there is nothing to fence",
+                    "remove `fence`, or write `kind: out-of-service-taint`",
+                ),
+                (None, None) => return Ok(()),
+            },
+            RemediationSpec::ForceDeletePod { .. } | RemediationSpec::DeleteNode { .. } => {
+                match written("fence") {
+                    Some(fence) => (
+                        fence,
+                        "only remediation `out-of-service-taint` fences the node",
+                        "remove `fence`, or write `kind: out-of-service-taint`",
+                    ),
+                    None => return Ok(()),
+                }
+            }
+            RemediationSpec::OutOfServiceTaint { .. } => return Ok(()),
+        };
+        Err(self.fail(&field, problem, hint))
+    }
+
+    /// Checks that need the remediation, timeouts and expectations a variant's runs really use.
+    /// `variant` is the variant's index, `None` for an experiment without variants.
+    fn run(
+        &self,
+        exp: &Experiment,
+        run: &VariantSpec<'_>,
+        variant: Option<usize>,
+    ) -> Result<(), SpecError> {
+        let remediation_path = origin(run.remediation, &exp.remediation, variant, "remediation");
+        let timeouts_path = origin(run.timeouts, &exp.timeouts, variant, "timeouts");
+        let expect_path = origin(run.expect, &exp.expect, variant, "expect");
+
+        let recovery = run.timeouts.recovery;
+        let recovery_field = format!("{timeouts_path}.recovery");
+        let recovery_text = if self.tree.find(&recovery_field).is_some() {
+            format!("`{recovery_field}: {}`", duration::format(recovery))
+        } else {
+            format!(
+                "the default `{recovery_field}` of {}",
+                duration::format(recovery)
+            )
+        };
+        let variant_note = match variant {
+            Some(_) => format!(" (variant `{}`)", run.name),
+            None => String::new(),
+        };
+        if let Some(after) = run.remediation.after() {
+            if after >= recovery {
+                return Err(self.fail(
+                    &format!("{remediation_path}.after"),
+                    format!(
+                        "`after: {}` is not shorter than {recovery_text}{variant_note}: the run stops \
+                         observing before the remediation would act",
+                        duration::format(after)
+                    ),
+                    "lower `after`, or raise `timeouts.recovery`",
+                ));
+            }
+        }
+        for (key, max) in bounds(run.expect) {
+            if max > recovery {
+                return Err(self.fail(
+                    &format!("{expect_path}.{key}.max"),
+                    format!(
+                        "`max: {}` is longer than {recovery_text}{variant_note}: the run stops observing before then",
+                        duration::format(max)
+                    ),
+                    format!("write at most `max: {}`, or raise `timeouts.recovery`", duration::format(recovery)),
+                ));
+            }
+        }
+        if exp.workload.kind != WorkloadKind::Ledger {
+            for (set, key) in [
+                (run.expect.integrity.is_some(), "integrity"),
+                (run.expect.write_outage.is_some(), "writeOutage"),
+            ] {
+                if set {
+                    return Err(self.fail(
+                        &format!("{expect_path}.{key}"),
+                        format!("`{key}` is measured by the ledger workload, and this experiment runs `{}`", statefulset_name(exp.workload.kind)),
+                        "write `workload: {kind: ledger}` (and `fault.target.nodeOf: ledger-0`), or remove this expectation",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a part that a variant's runs use is written: under the variant when the merge
+/// ([`Experiment::variant_specs`]) took the variant's own part, else the experiment's.
+fn origin<T>(used: &T, experiments: &T, variant: Option<usize>, field: &str) -> String {
+    match variant {
+        Some(i) if !std::ptr::eq(used, experiments) => format!("variants[{i}].{field}"),
+        _ => field.to_string(),
+    }
+}
+
+fn bounds(expect: &Expectations) -> Vec<(&'static str, Duration)> {
+    let mut out = Vec::new();
+    if let Some(b) = &expect.time_to_running {
+        out.push(("timeToRunning", b.max));
+    }
+    if let Some(b) = &expect.time_to_ready {
+        out.push(("timeToReady", b.max));
+    }
+    out
+}
+
+/// Checks a deserialized experiment; `tree` is the YAML it came from, to point at fields.
+pub(super) fn validate(exp: &Experiment, file: &Path, tree: &Node) -> Result<(), SpecError> {
+    let check = Checker { file, tree };
+    check.name(&exp.name, "name", "experiment", "node-shutdown")?;
+
+    if !(1..=MAX_REPEAT).contains(&exp.repeat) {
+        return Err(check.fail(
+            "repeat",
+            format!("`repeat: {}` is out of range", exp.repeat),
+            format!("write a number from 1 to {MAX_REPEAT}"),
+        ));
+    }
+
+    match exp.cluster.provider {
+        Provider::Existing => {
+            if exp.cluster.config.is_some() {
+                return Err(check.fail(
+                    "cluster.config",
+                    "`config` is a kind config file, but provider `existing` uses a cluster that is already running",
+                    "remove `cluster.config`, or write `provider: kind`",
+                ));
+            }
+        }
+        Provider::Kind => {
+            if let (Some(config), Some(resolved)) =
+                (&exp.cluster.config, cluster_config_path(file, &exp.cluster))
+            {
+                if !resolved.is_file() {
+                    return Err(check.fail(
+                        "cluster.config",
+                        format!("kind config `{}` not found (looked for {})", config.display(), resolved.display()),
+                        "the path is relative to the experiment file's directory: fix it, or remove `config` \
+                         to use the default profile",
+                    ));
+                }
+            }
+        }
+    }
+
+    let workload = &exp.workload;
+    if workload.replicas != 1 {
+        let problem = if workload.replicas == 0 {
+            "`replicas: 0` runs no pod, so there is nothing to fail over".to_string()
+        } else {
+            format!(
+                "`replicas: {}`: more than one replica is not supported yet",
+                workload.replicas
+            )
+        };
+        return Err(check.fail("workload.replicas", problem, "write `replicas: 1`"));
+    }
+    if !is_quantity(&workload.size) {
+        return Err(check.fail(
+            "workload.size",
+            format!("`{}` is not a Kubernetes quantity", workload.size),
+            "write a size such as 1Gi, 500Mi or 10G (a whole number, then optionally Ki, Mi, Gi, Ti, K, M, G or T)",
+        ));
+    }
+    if workload.storage_class.trim().is_empty() {
+        return Err(check.fail(
+            "workload.storageClass",
+            "the storage class is empty",
+            format!(
+                "name a StorageClass, or remove `storageClass` to use `{}`",
+                super::model::default_storage_class()
+            ),
+        ));
+    }
+    if workload
+        .image
+        .as_deref()
+        .is_some_and(|i| i.trim().is_empty())
+    {
+        return Err(check.fail(
+            "workload.image",
+            "the image is empty",
+            "name an image, or remove `image` to use the one nodedown builds",
+        ));
+    }
+
+    // Each part as written: the experiment's, then each variant's.
+    check.fault(&exp.fault, "fault", workload)?;
+    check.remediation(&exp.remediation, "remediation")?;
+    check.timeouts(&exp.timeouts, "timeouts")?;
+    check.expect(&exp.expect, "expect")?;
+
+    let mut variant_names: HashMap<&str, usize> = HashMap::new();
+    for (i, variant) in exp.variants.iter().enumerate() {
+        let base = format!("variants[{i}]");
+        let name_field = format!("{base}.name");
+        check.name(&variant.name, &name_field, "variant", "baseline")?;
+        if let Some(first) = variant_names.insert(&variant.name, i) {
+            return Err(check.fail(
+                &name_field,
+                format!(
+                    "variant name `{}` is already used by variants[{first}] (line {})",
+                    variant.name,
+                    tree.locate(&format!("variants[{first}].name")).0
+                ),
+                "give each variant its own name",
+            ));
+        }
+        if let Some(fault) = &variant.fault {
+            check.fault(fault, &format!("{base}.fault"), workload)?;
+        }
+        if let Some(remediation) = &variant.remediation {
+            check.remediation(remediation, &format!("{base}.remediation"))?;
+        }
+        if let Some(timeouts) = &variant.timeouts {
+            check.timeouts(timeouts, &format!("{base}.timeouts"))?;
+        }
+        if let Some(expect) = &variant.expect {
+            check.expect(expect, &format!("{base}.expect"))?;
+        }
+    }
+
+    // What the runs of each variant use.
+    let variants = exp.variant_specs();
+    for (i, run) in variants.iter().enumerate() {
+        check.run(exp, run, (!exp.variants.is_empty()).then_some(i))?;
+    }
+    Ok(())
+}
+
+/// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+fn is_dns_label(name: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !name.is_empty()
+        && name.chars().all(|c| alnum(c) || c == '-')
+        && name.chars().next().is_some_and(alnum)
+        && name.chars().last().is_some_and(alnum)
+}
+
+/// A name that passes [`is_dns_label`], made from what the user wrote (may be empty).
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out = out.trim_matches('-');
+    if out.chars().count() <= MAX_NAME_LEN {
+        return out.to_string();
+    }
+    // Too long: cut at the last `-` that fits, so that no word is cut in half.
+    let head: String = out.chars().take(MAX_NAME_LEN + 1).collect();
+    match head.rfind('-') {
+        Some(cut) if cut > 0 => head[..cut].to_string(),
+        _ => head.chars().take(MAX_NAME_LEN).collect(),
+    }
+}
+
+/// `^[0-9]+(Ki|Mi|Gi|Ti|K|M|G|T)?$`, and not zero.
+fn is_quantity(size: &str) -> bool {
+    let digits_end = size
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(size.len());
+    let (digits, suffix) = size.split_at(digits_end);
+    !digits.is_empty()
+        && digits.chars().any(|c| c != '0')
+        && matches!(
+            suffix,
+            "" | "Ki" | "Mi" | "Gi" | "Ti" | "K" | "M" | "G" | "T"
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_quantities() {
+        for good in ["a", "a1", "node-shutdown-2", "9"] {
+            assert!(is_dns_label(good), "{good}");
+        }
+        for bad in ["", "-a", "a-", "A", "a_b", "a.b", "ä"] {
+            assert!(!is_dns_label(bad), "{bad}");
+        }
+        assert_eq!(slug("Force Delete"), "force-delete");
+        for good in ["1Gi", "500Mi", "10G", "1024", "2Ti", "3K"] {
+            assert!(is_quantity(good), "{good}");
+        }
+        for bad in [
+            "", "Gi", "1GB", "1.5Gi", "0Gi", "1 Gi", "-1Gi", "1gi", "1Pi",
+        ] {
+            assert!(!is_quantity(bad), "{bad}");
+        }
+    }
+}
