@@ -5,6 +5,7 @@
 //! - the gap between the harness's Running timestamp of the replacement and the container's
 //!   `startedAt` (which the kubelet reports in whole seconds);
 //! - the harness process's peak RSS and CPU time.
+//!
 //! Run with `cargo bench --bench failover`. It asserts nothing about speed: it prints figures.
 
 use nodedown::timeline::{Event, EventKind};
@@ -51,6 +52,8 @@ fn main() {
         "bench: {runs} failovers on kind cluster {cluster}, output in {}",
         out.display()
     );
+    // Reaped below with wait4, which also gives its resource usage.
+    #[allow(clippy::zombie_processes)]
     let child = Command::new(env!("CARGO_BIN_EXE_nodedown"))
         .current_dir(root)
         .args([

@@ -155,7 +155,7 @@ fn every_good_fixture_loads() {
 #[test]
 fn load_paths_takes_directories_and_files() {
     let good = fixtures().join("good");
-    let loaded = load_paths(&[good.clone()]).unwrap();
+    let loaded = load_paths(std::slice::from_ref(&good)).unwrap();
     let files: Vec<_> = loaded
         .iter()
         .map(|(p, _)| p.file_name().unwrap().to_str().unwrap().to_string())
@@ -201,7 +201,7 @@ fn unreadable_files_name_the_path() {
     assert_eq!(err.line(), None);
     assert_eq!(err.field(), None);
 
-    let err = load_paths(&[missing.clone()]).unwrap_err();
+    let err = load_paths(std::slice::from_ref(&missing)).unwrap_err();
     assert!(
         err.to_string().contains(&missing.display().to_string()),
         "{err}"

@@ -34,7 +34,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run experiments (files or directories of *.yaml) and write reports.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Parse and check experiment files; no cluster needed.
     Validate(validate::ValidateArgs),
     /// Heal everything a crashed or killed run left behind, from its journal.
@@ -84,7 +84,7 @@ pub struct WorkloadArgs {
 /// Runs the parsed command; returns the process exit code.
 pub async fn dispatch(cli: Cli) -> u8 {
     match cli.command {
-        Command::Run(args) => run::run(args, cli.quiet).await,
+        Command::Run(args) => run::run(*args, cli.quiet).await,
         Command::Validate(args) => validate::validate(args),
         Command::Cleanup(args) => cleanup::cleanup(args, cli.quiet).await,
         Command::Report(args) => report::report(args),
