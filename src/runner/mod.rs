@@ -610,9 +610,10 @@ impl Steps {
             .tracker
             .serving_pod(None)
             .or_else(|| {
-                watch.tracker.pods().find(|p| {
-                    p.phase == crate::timeline::PodPhase::Running && p.node.is_some()
-                })
+                watch
+                    .tracker
+                    .pods()
+                    .find(|p| p.phase == crate::timeline::PodPhase::Running && p.node.is_some())
             })
             .map(|p| p.name.clone());
         let note = match workload
