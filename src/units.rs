@@ -60,6 +60,42 @@ pub fn median(values: &[u64]) -> Option<u64> {
     }
 }
 
+/// The nearest-rank percentile `p` (0 < p ≤ 100) of `values`: the smallest value with at least
+/// p % of the values at or below it. `None` for no values.
+pub fn percentile(values: &[u64], p: u32) -> Option<u64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    if v.is_empty() {
+        return None;
+    }
+    let rank = (u64::from(p.clamp(1, 100)) * v.len() as u64).div_ceil(100) as usize;
+    Some(v[rank.clamp(1, v.len()) - 1])
+}
+
+/// How a measurement spread over repetitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spread {
+    /// How many runs measured it.
+    pub count: usize,
+    pub min: u64,
+    pub median: u64,
+    /// Nearest-rank 90th percentile.
+    pub p90: u64,
+    pub max: u64,
+}
+
+/// The spread of `values`; `None` for no values (nothing measured is not zero).
+pub fn spread(values: &[u64]) -> Option<Spread> {
+    Some(Spread {
+        count: values.len(),
+        min: *values.iter().min()?,
+        median: median(values)?,
+        p90: percentile(values, 90)?,
+        max: *values.iter().max()?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +141,27 @@ mod tests {
         assert_eq!(median(&[1, 4]), Some(2));
         assert_eq!(median(&[3, 4]), Some(3));
         assert_eq!(median(&[u64::MAX, u64::MAX]), Some(u64::MAX));
+    }
+
+    #[test]
+    fn nearest_rank_percentiles_and_spread() {
+        assert_eq!(percentile(&[], 90), None);
+        assert_eq!(percentile(&[5], 90), Some(5));
+        let ten: Vec<u64> = (1..=10).collect();
+        assert_eq!(percentile(&ten, 90), Some(9));
+        assert_eq!(percentile(&ten, 100), Some(10));
+        assert_eq!(percentile(&ten, 50), Some(5));
+        assert_eq!(percentile(&[3, 1, 2], 90), Some(3));
+        assert_eq!(
+            spread(&[30, 10, 20, 40]),
+            Some(Spread {
+                count: 4,
+                min: 10,
+                median: 25,
+                p90: 40,
+                max: 40
+            })
+        );
+        assert_eq!(spread(&[]), None);
     }
 }

@@ -90,6 +90,7 @@ mod tests {
                 name: "e".into(),
                 file: "e.yaml".into(),
                 runs,
+                variants: vec![],
             }],
         }
     }

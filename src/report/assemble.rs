@@ -3,7 +3,7 @@
 
 use super::{
     Environment, ExperimentResult, IntegrityResult, PhaseResult, Report, RunResult, TimeZeroResult,
-    WriteOutage, SCHEMA_VERSION,
+    VariantSummary, WriteOutage, SCHEMA_VERSION,
 };
 use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
@@ -122,6 +122,59 @@ pub fn run_result_with(
     }
 }
 
+/// Per variant (in first-seen order): verdict counts and the spread of every metric over its
+/// repetitions.
+pub fn summarize(runs: &[RunResult]) -> Vec<VariantSummary> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in runs {
+        if !names.contains(&r.variant.as_str()) {
+            names.push(&r.variant);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let of: Vec<&RunResult> = runs.iter().filter(|r| r.variant == name).collect();
+            let count = |v: crate::verdict::Verdict| of.iter().filter(|r| r.verdict == v).count();
+            let mut metric_names: Vec<&String> = of.iter().flat_map(|r| r.metrics.keys()).collect();
+            metric_names.sort();
+            metric_names.dedup();
+            let metrics = metric_names
+                .into_iter()
+                .filter_map(|m| {
+                    let values: Vec<u64> = of
+                        .iter()
+                        .filter_map(|r| r.metrics.get(m).copied())
+                        .collect();
+                    crate::units::spread(&values).map(|s| (m.clone(), s))
+                })
+                .collect();
+            let outages: Vec<u64> = of
+                .iter()
+                .filter_map(|r| r.write_outage.as_ref().map(|o| o.duration_ms))
+                .collect();
+            let mut integrity = std::collections::BTreeMap::new();
+            for r in &of {
+                if let Some(i) = &r.integrity {
+                    *integrity.entry(i.verdict.as_str().to_string()).or_insert(0) += 1;
+                }
+            }
+            let passed = count(crate::verdict::Verdict::Pass);
+            VariantSummary {
+                variant: name.to_string(),
+                runs: of.len(),
+                passed,
+                failed: count(crate::verdict::Verdict::Fail),
+                unknown: count(crate::verdict::Verdict::Unknown),
+                pass_rate: passed as f64 / of.len() as f64,
+                metrics,
+                write_outage: crate::units::spread(&outages),
+                integrity,
+            }
+        })
+        .collect()
+}
+
 /// The first 16 hex digits of SHA-256 over the run's resolved spec as JSON, without what names
 /// the run (id, file, variant, repetition).
 pub fn spec_hash(run: &PlannedRun) -> String {
@@ -162,8 +215,12 @@ pub fn report_with(
                 name: run.experiment.clone(),
                 file: run.file.display().to_string(),
                 runs: vec![result],
+                variants: vec![],
             }),
         }
+    }
+    for exp in &mut experiments {
+        exp.variants = summarize(&exp.runs);
     }
     Report {
         schema_version: SCHEMA_VERSION,
@@ -251,5 +308,30 @@ mod tests {
             ]
         );
         assert_eq!(rep.experiments[0].file, "experiments/node-shutdown.yaml");
+    }
+
+    #[test]
+    fn variants_summarize_their_repetitions() {
+        let rep = fixtures::golden_report();
+        let exp = &rep.experiments[0];
+        let names: Vec<_> = exp.variants.iter().map(|v| v.variant.as_str()).collect();
+        assert_eq!(names, ["oos-taint", "baseline", "force-delete"]);
+        let fd = &exp.variants[2];
+        assert_eq!((fd.runs, fd.passed + fd.failed + fd.unknown), (2, 2));
+        assert_eq!(fd.pass_rate, fd.passed as f64 / 2.0);
+        let ready = fd.metrics["time-to-ready"];
+        assert_eq!(ready.count, 2);
+        let values: Vec<u64> = exp
+            .runs
+            .iter()
+            .filter(|r| r.variant == "force-delete")
+            .map(|r| r.metrics["time-to-ready"])
+            .collect();
+        assert_eq!(ready.min, *values.iter().min().unwrap());
+        assert_eq!(ready.max, *values.iter().max().unwrap());
+        assert_eq!(ready.p90, ready.max, "nearest rank of two values");
+        // A metric no run measured is absent, not zero.
+        let baseline = &exp.variants[1];
+        assert!(!baseline.metrics.contains_key("time-to-ready"));
     }
 }

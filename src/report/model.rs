@@ -24,6 +24,29 @@ pub struct ExperimentResult {
     pub name: String,
     pub file: String,
     pub runs: Vec<RunResult>,
+    /// Per variant, over its repetitions: verdict counts and the spread of every metric.
+    #[serde(default)]
+    pub variants: Vec<VariantSummary>,
+}
+
+/// A variant over its repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantSummary {
+    pub variant: String,
+    pub runs: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub unknown: usize,
+    /// passed / runs.
+    pub pass_rate: f64,
+    /// Metric name → spread over the runs that measured it.
+    pub metrics: BTreeMap<String, crate::units::Spread>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_outage: Option<crate::units::Spread>,
+    /// Integrity verdicts of the checker over the runs (ledger only): verdict → count.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub integrity: BTreeMap<String, usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
