@@ -4,6 +4,7 @@
 //! Pure core (no clock, no I/O beyond reading the files given): `spec`, `plan`, `timeline`,
 //! `verdict`, `report`. Effectful edge: `cluster`, `faults`, `remediation`, `observe`,
 //! `workload`. `runner` is the only module that sees both sides; `cli` sits on top.
+pub mod compare;
 pub mod integrity;
 pub mod outcome;
 pub mod plan;

@@ -127,3 +127,68 @@ fn report_rerenders_a_recorded_run_dir() {
     assert_eq!(r.verdict, nodedown::report::Verdict::Pass, "{r:?}");
     assert!(r.metrics.contains_key("time-to-running"));
 }
+
+/// `nodedown compare` on a recorded run directory: unchanged against itself (exit 0); a
+/// candidate made slower by hand (synthetic) is worse (exit 1) unless its tolerance allows it;
+/// a changed spec is refused (exit 2) with the variant named.
+#[test]
+fn compare_exit_codes() {
+    let base = "tests/fixtures/runs/network-partition";
+    let same = nodedown().args(["compare", base, base]).output().unwrap();
+    assert_eq!(
+        same.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&same.stdout)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(format!("{base}/results.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for run in v["experiments"][0]["runs"].as_array_mut().unwrap() {
+        let ms = run["metrics"]["time-to-ready"].as_u64().unwrap();
+        run["metrics"]["time-to-ready"] = (ms * 2).into();
+    }
+    for var in v["experiments"][0]["variants"].as_array_mut().unwrap() {
+        for k in ["min", "median", "p90", "max"] {
+            let ms = var["metrics"]["time-to-ready"][k].as_u64().unwrap();
+            var["metrics"]["time-to-ready"][k] = (ms * 2).into();
+        }
+    }
+    let slower = dir.path().join("slower.json");
+    std::fs::write(&slower, v.to_string()).unwrap();
+    let out = nodedown()
+        .args(["compare", base])
+        .arg(&slower)
+        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("time-to-ready"));
+    let tol = dir.path().join("tol.yaml");
+    std::fs::write(&tol, "time-to-ready: +150%\n").unwrap();
+    let out = nodedown()
+        .args(["compare", base])
+        .arg(&slower)
+        .arg("--tolerance-file")
+        .arg(&tol)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    v["experiments"][0]["runs"][0]["specHash"] = "0000000000000000".into();
+    let changed = dir.path().join("changed.json");
+    std::fs::write(&changed, v.to_string()).unwrap();
+    let out = nodedown()
+        .args(["compare", base])
+        .arg(&changed)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("network-partition/oos-taint-unfenced"));
+}

@@ -2,6 +2,7 @@
 //! and tested in [`exit`].
 
 mod cleanup;
+mod compare;
 pub mod exit;
 mod image;
 mod report;
@@ -41,6 +42,8 @@ pub enum Command {
     Cleanup(cleanup::CleanupArgs),
     /// Re-render the reports of a run directory.
     Report(report::ReportArgs),
+    /// Compare a candidate's results with a baseline's; exit 1 when a variant got worse.
+    Compare(compare::CompareArgs),
     /// The workload image, for clusters nodedown cannot load it into itself.
     Image(image::ImageArgs),
     /// The built-in integrity workload (runs inside the workload container): appends
@@ -89,6 +92,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Cleanup(args) => cleanup::cleanup(args, cli.quiet).await,
         Command::Report(args) => report::report(args),
         Command::Image(args) => image::image(args),
+        Command::Compare(args) => compare::compare(args),
         Command::Ledger(args) => {
             let or = |v: &str, d: String| if v.is_empty() { d } else { v.to_string() };
             let mut opts = crate::workload::ledger::LedgerOptions::new(

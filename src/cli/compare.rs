@@ -1,0 +1,149 @@
+use super::{error, EXIT_BAD_INPUT, EXIT_EXPECTATION_FAILED, EXIT_OK};
+use crate::compare::{self, Tolerance, Tolerances};
+use crate::report::Report;
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum CompareFormat {
+    Table,
+    Markdown,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run directory or its results.json.
+    pub baseline: PathBuf,
+    /// The candidate: a run directory or its results.json.
+    pub candidate: PathBuf,
+    /// How much worse any metric may get (default +20%): a share (`+20%`) or a time (`+5s`).
+    #[arg(long, default_value = "+20%", value_parser = Tolerance::parse)]
+    pub default_tolerance: Tolerance,
+    /// A metric's own tolerance, e.g. `--tolerance time-to-running=+10%` (repeatable).
+    #[arg(long = "tolerance", value_name = "METRIC=TOLERANCE")]
+    pub tolerances: Vec<String>,
+    /// A YAML file of metric tolerances, e.g. `time-to-running: +20%` one per line.
+    #[arg(long, value_name = "FILE")]
+    pub tolerance_file: Option<PathBuf>,
+    /// Compare even when a variant's resolved spec differs between the two.
+    #[arg(long)]
+    pub allow_spec_change: bool,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    pub format: CompareFormat,
+}
+
+fn load(path: &Path) -> Result<Report, String> {
+    if path.is_dir() {
+        let runs = crate::store::load_all(path).map_err(|e| e.to_string())?;
+        if runs.is_empty() {
+            return Err(format!(
+                "{} holds no run (no run.json below it)",
+                path.display()
+            ));
+        }
+        Ok(crate::report::assemble::report_with(
+            runs,
+            &super::report::tool_version(),
+        ))
+    } else {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        crate::report::json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// What differs between the resolved specs of one variant, when both sides are run directories.
+fn spec_difference(baseline: &Path, candidate: &Path, id: &str) -> Option<String> {
+    let read = |root: &Path| -> Option<serde_json::Value> {
+        let dir = crate::store::run_dirs(root)
+            .into_iter()
+            .find(|d| d.strip_prefix(root).is_ok_and(|r| r.starts_with(id)))?;
+        serde_json::from_str(&std::fs::read_to_string(dir.join(crate::store::RUN_FILE)).ok()?).ok()
+    };
+    let (b, c) = (read(baseline)?, read(candidate)?);
+    let fields = [
+        "cluster",
+        "workload",
+        "fault",
+        "remediation",
+        "timeouts",
+        "expect",
+    ];
+    let diffs: Vec<String> = fields
+        .iter()
+        .filter(|f| b[**f] != c[**f])
+        .map(|f| format!("{f}: {} → {}", b[*f], c[*f]))
+        .collect();
+    (!diffs.is_empty()).then(|| diffs.join("; "))
+}
+
+fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
+    let mut t = Tolerances {
+        default: args.default_tolerance,
+        ..Tolerances::default()
+    };
+    if let Some(file) = &args.tolerance_file {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let map: std::collections::BTreeMap<String, String> = serde_saphyr::from_str(&text)
+            .map_err(|e| {
+                format!(
+                    "{}: {e}; write one `metric: tolerance` per line, e.g. `time-to-running: +20%`",
+                    file.display()
+                )
+            })?;
+        for (metric, tol) in map {
+            let tol =
+                Tolerance::parse(&tol).map_err(|e| format!("{}: {metric}: {e}", file.display()))?;
+            t.per_metric.insert(metric, tol);
+        }
+    }
+    for spec in &args.tolerances {
+        let (metric, tol) = spec.split_once('=').ok_or_else(|| {
+            format!("--tolerance {spec}: write METRIC=TOLERANCE, e.g. time-to-running=+10%")
+        })?;
+        t.per_metric
+            .insert(metric.trim().to_string(), Tolerance::parse(tol)?);
+    }
+    Ok(t)
+}
+
+pub fn compare(args: CompareArgs) -> u8 {
+    let tol = match tolerances(&args) {
+        Ok(t) => t,
+        Err(e) => {
+            error(e);
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let (baseline, candidate) = match (load(&args.baseline), load(&args.candidate)) {
+        (Ok(b), Ok(c)) => (b, c),
+        (Err(e), _) | (_, Err(e)) => {
+            error(e);
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let changed = compare::spec_changes(&baseline, &candidate);
+    if !changed.is_empty() && !args.allow_spec_change {
+        for id in &changed {
+            let what = spec_difference(&args.baseline, &args.candidate, id)
+                .unwrap_or_else(|| "their specHash differs".into());
+            error(format!("{id}: the resolved spec changed: {what}"));
+        }
+        error("not comparing runs of different experiments; give --allow-spec-change to compare anyway");
+        return EXIT_BAD_INPUT;
+    }
+    let c = compare::compare(&baseline, &candidate, &tol);
+    match args.format {
+        CompareFormat::Table => print!("{}", compare::render_table(&c)),
+        CompareFormat::Markdown => print!("{}", compare::render_markdown(&c)),
+        CompareFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&c).expect("comparison serializes")
+        ),
+    }
+    if c.regressed > 0 {
+        EXIT_EXPECTATION_FAILED
+    } else {
+        EXIT_OK
+    }
+}
