@@ -141,6 +141,17 @@ fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> st
     std::fs::write(out.join("junit.xml"), report::junit::render(report))?;
     let md = report::markdown::render(report);
     std::fs::write(out.join("summary.md"), &md)?;
+    for exp in &report.experiments {
+        let dir = out.join(&exp.name);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("timeline.svg"), report::svg::experiment(exp))?;
+        for r in &exp.runs {
+            let run_dir = out.join(&r.id);
+            if run_dir.is_dir() {
+                std::fs::write(run_dir.join("timeline.svg"), report::svg::run(r))?;
+            }
+        }
+    }
     if let Some(summary) = step_summary {
         let mut f = std::fs::OpenOptions::new()
             .create(true)

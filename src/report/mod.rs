@@ -7,5 +7,6 @@ mod fixtures;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod svg;
 pub mod table;
 mod text;
