@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
+    Html,
     Json,
     Junit,
     Markdown,
@@ -35,6 +36,7 @@ pub fn build(dir: &Path) -> Result<Report, store::StoreError> {
 
 pub fn render(report: &Report, format: Format) -> String {
     match format {
+        Format::Html => report::html::render(report),
         Format::Json => report::json::to_string(report),
         Format::Junit => report::junit::render(report),
         Format::Markdown => report::markdown::render(report),

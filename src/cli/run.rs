@@ -141,6 +141,7 @@ fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> st
     std::fs::write(out.join("junit.xml"), report::junit::render(report))?;
     let md = report::markdown::render(report);
     std::fs::write(out.join("summary.md"), &md)?;
+    std::fs::write(out.join("report.html"), report::html::render(report))?;
     for exp in &report.experiments {
         let dir = out.join(&exp.name);
         std::fs::create_dir_all(&dir)?;
@@ -339,7 +340,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     }
     if !quiet {
         eprintln!(
-            "reports: {}/{{results.json,junit.xml,summary.md}}",
+            "reports: {}/{{results.json,junit.xml,summary.md,report.html}}",
             out.display()
         );
     }

@@ -4,6 +4,7 @@ pub use model::*;
 pub mod assemble;
 #[cfg(test)]
 mod fixtures;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;

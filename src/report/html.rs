@@ -1,0 +1,169 @@
+//! `report.html`: one self-contained page (no external assets, no scripts) fit to attach to a
+//! qualification report — the summary, per experiment its timeline picture and a table of its
+//! runs, and per run the expectations with their evidence and the integrity findings.
+
+use super::text::verdict_word;
+use super::{Report, RunResult, Verdict};
+use crate::timeline::Metric;
+use crate::units::fmt_ms;
+use std::fmt::Write;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn badge(v: Verdict) -> String {
+    format!(r#"<span class="verdict {0}">{0}</span>"#, verdict_word(v))
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}\
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\
+th{background:#f4f4f4}.verdict{font-weight:bold;padding:1px 6px;border-radius:3px}\
+.pass{background:#d4edda}.fail{background:#f8d7da}.unknown{background:#fff3cd}\
+td.evidence{white-space:pre-wrap;font-size:13px}pre{white-space:pre-wrap;background:#f8f8f8;padding:8px;font-size:12px}\
+section.run{border-top:1px solid #ddd;margin-top:1.5em}";
+
+fn run_section(out: &mut String, r: &RunResult) {
+    let _ = writeln!(
+        out,
+        r#"<section class="run" id="{}"><h3>{} {}</h3>"#,
+        esc(&r.id),
+        esc(&r.id),
+        badge(r.verdict)
+    );
+    let _ = writeln!(
+        out,
+        "<p>fault {} · remediation {} · target {} · replacement {}{}</p>",
+        esc(&r.fault),
+        esc(&r.remediation),
+        esc(r.target_node.as_deref().unwrap_or("—")),
+        esc(r.replacement_node.as_deref().unwrap_or("—")),
+        r.error
+            .as_ref()
+            .map(|e| format!(" · <b>harness error:</b> {}", esc(e)))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "<table><tr><th>expectation</th><th>expected</th><th>actual</th><th>verdict</th><th>evidence</th></tr>"
+    );
+    for e in &r.expectations {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"evidence\">{}</td></tr>",
+            esc(&e.name),
+            esc(&e.expected),
+            esc(&e.actual),
+            badge(e.verdict),
+            esc(&e.evidence)
+        );
+    }
+    let _ = writeln!(out, "</table>");
+    let _ = writeln!(out, "<table><tr><th>phase</th><th>from the fault</th></tr>");
+    for p in &r.phases {
+        let at = match p.since_ms {
+            Some(s) => format!("{}–{} (watch gap)", fmt_ms(s), fmt_ms(p.at_ms)),
+            None => fmt_ms(p.at_ms),
+        };
+        let _ = writeln!(out, "<tr><td>{}</td><td>{at}</td></tr>", esc(&p.name));
+    }
+    let _ = writeln!(out, "</table>");
+    if let Some(i) = &r.integrity {
+        let _ = writeln!(
+            out,
+            "<p>integrity {}: {}</p><pre>{}</pre>",
+            badge(i.verdict),
+            esc(&i.summary),
+            esc(&i.evidence)
+        );
+    }
+    let _ = writeln!(out, "</section>");
+}
+
+/// The whole report as one HTML page.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let runs: Vec<&RunResult> = report.experiments.iter().flat_map(|e| &e.runs).collect();
+    let count = |v: Verdict| runs.iter().filter(|r| r.verdict == v).count();
+    let _ = writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>nodedown results</title><style>{STYLE}</style></head><body>"
+    );
+    let _ = writeln!(
+        out,
+        "<h1>nodedown results</h1><p>{} · {} runs: {} passed, {} failed, {} unknown</p>",
+        esc(&report.tool),
+        runs.len(),
+        count(Verdict::Pass),
+        count(Verdict::Fail),
+        count(Verdict::Unknown)
+    );
+    for exp in &report.experiments {
+        let _ = writeln!(
+            out,
+            "<h2>{}</h2><p><code>{}</code></p>",
+            esc(&exp.name),
+            esc(&exp.file)
+        );
+        out.push_str(&super::svg::experiment(exp));
+        let mut header = "<tr><th>run</th><th>verdict</th>".to_string();
+        for m in Metric::ALL {
+            let _ = write!(header, "<th>{}</th>", m.name());
+        }
+        header.push_str("<th>write outage</th></tr>");
+        let _ = writeln!(out, "<table>{header}");
+        for r in &exp.runs {
+            let mut row = format!(
+                r##"<tr><td><a href="#{}">{}</a></td><td>{}</td>"##,
+                esc(&r.id),
+                esc(&r.id),
+                badge(r.verdict)
+            );
+            for m in Metric::ALL {
+                let _ = write!(
+                    row,
+                    "<td>{}</td>",
+                    r.metrics.get(m.name()).map_or("—".into(), |ms| fmt_ms(*ms))
+                );
+            }
+            let _ = write!(
+                row,
+                "<td>{}</td></tr>",
+                r.write_outage
+                    .as_ref()
+                    .map_or("—".into(), |o| fmt_ms(o.duration_ms))
+            );
+            let _ = writeln!(out, "{row}");
+        }
+        let _ = writeln!(out, "</table>");
+        for r in &exp.runs {
+            run_section(&mut out, r);
+        }
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_of_a_recording_is_self_contained() {
+        let path = format!(
+            "{}/tests/fixtures/runs/network-partition/results.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let rep = crate::report::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let html = render(&rep);
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        assert!(!html.contains("<script"), "no scripts");
+        assert!(!html.contains(" src="), "no external assets");
+        assert!(html.contains(r#"class="phase""#));
+        assert!(html.contains("split brain"));
+        assert_eq!(html.matches("<section class=\"run\"").count(), 2);
+    }
+}
