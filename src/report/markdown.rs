@@ -40,8 +40,36 @@ fn counts<'a>(runs: impl IntoIterator<Item = &'a RunResult>) -> (usize, usize, u
         })
 }
 
-/// The report as Markdown.
+/// GitHub's limit of a job summary is 1 MiB; stay well under it.
+pub const SUMMARY_LIMIT: usize = 1024 * 1024 - 64 * 1024;
+/// Evidence longer than this is cut in the summary (results.json keeps it whole).
+const EVIDENCE_CHARS: usize = 1500;
+const POINTER: &str = "full evidence in results.json of the run directory (the job's artifact)";
+
+/// The report as Markdown, under [`SUMMARY_LIMIT`] bytes: evidence is cut first, then left out,
+/// then the list of failed runs is cut — each time with a pointer to results.json.
 pub fn render(report: &Report) -> String {
+    let full = render_with(report, true);
+    if full.len() <= SUMMARY_LIMIT {
+        return full;
+    }
+    let short = render_with(report, false);
+    if short.len() <= SUMMARY_LIMIT {
+        return short;
+    }
+    let note = format!(
+        "\n… summary cut at {} KiB; {POINTER}.\n",
+        SUMMARY_LIMIT / 1024
+    );
+    let mut cut = SUMMARY_LIMIT - note.len();
+    while !short.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let end = short[..cut].rfind('\n').map_or(cut, |i| i + 1);
+    format!("{}{note}", &short[..end])
+}
+
+fn render_with(report: &Report, evidence: bool) -> String {
     let mut out = String::new();
     let all = report.experiments.iter().flat_map(|e| &e.runs);
     let (pass, fail, unknown) = counts(all.clone());
@@ -67,9 +95,19 @@ pub fn render(report: &Report) -> String {
         );
     }
     for exp in &report.experiments {
-        experiment(&mut out, exp);
+        experiment(&mut out, exp, evidence);
     }
     out
+}
+
+/// Evidence for the summary: one line, cut at [`EVIDENCE_CHARS`] with a pointer.
+fn evidence_text(e: &str) -> String {
+    let one = line(e);
+    if one.chars().count() <= EVIDENCE_CHARS {
+        return one;
+    }
+    let cut: String = one.chars().take(EVIDENCE_CHARS).collect();
+    format!("{cut} … (cut; {POINTER})")
 }
 
 /// What the checker found in each run of a variant: `split brain`, `lost writes`, `pass`, ...
@@ -140,7 +178,7 @@ fn outage_cell(runs: &[&RunResult]) -> String {
     }
 }
 
-fn experiment(out: &mut String, exp: &ExperimentResult) {
+fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
     let _ = writeln!(out, "\n### {}\n", cell(&exp.name));
     let _ = writeln!(out, "`{}`\n", exp.file.replace('`', "'"));
     if let Some(env) = exp.runs.iter().find_map(|r| r.environment.as_ref()) {
@@ -212,13 +250,11 @@ fn experiment(out: &mut String, exp: &ExperimentResult) {
         }
         out.push('\n');
         for e in r.expectations.iter().filter(|e| e.verdict != Verdict::Pass) {
-            let _ = writeln!(
-                out,
-                "  - {} **{}** — {}",
-                icon(e.verdict),
-                line(&mismatch(e)),
-                line(&e.evidence)
-            );
+            let _ = write!(out, "  - {} **{}**", icon(e.verdict), line(&mismatch(e)));
+            if evidence {
+                let _ = write!(out, " — {}", evidence_text(&e.evidence));
+            }
+            out.push('\n');
         }
     }
 }
@@ -343,5 +379,94 @@ mod tests {
         );
         assert_eq!(aggregate(&refs[..1], Metric::TimeToReady), "10.0s");
         assert_eq!(aggregate(&refs[2..], Metric::TimeToReady), "—");
+    }
+
+    /// 3 experiments × 4 variants × 5 repetitions of a recorded run whose every expectation
+    /// fails with a long evidence text (synthetic scale-up): the summary stays under GitHub's
+    /// 1 MiB and says where the rest is.
+    #[test]
+    fn a_large_matrix_stays_under_the_job_summary_limit() {
+        let path = format!(
+            "{}/tests/fixtures/runs/network-partition/results.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let rec = crate::report::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut run = rec.experiments[0].runs[0].clone();
+        run.verdict = Verdict::Fail;
+        for e in &mut run.expectations {
+            e.verdict = Verdict::Fail;
+            e.evidence = e.evidence.repeat(40);
+        }
+        let mut report = rec.clone();
+        report.experiments.clear();
+        for x in 0..3 {
+            let mut exp = rec.experiments[0].clone();
+            exp.name = format!("exp-{x}");
+            exp.runs.clear();
+            for v in 0..4 {
+                for rep in 1..=5 {
+                    let mut r = run.clone();
+                    r.variant = format!("variant-{v}");
+                    r.repetition = rep;
+                    r.id = format!("exp-{x}/variant-{v}/{rep}");
+                    exp.runs.push(r);
+                }
+            }
+            report.experiments.push(exp);
+        }
+        let md = render(&report);
+        assert!(md.len() <= SUMMARY_LIMIT, "{} bytes", md.len());
+        assert!(
+            md.contains("results.json of the run directory"),
+            "points to the rest"
+        );
+        assert_eq!(
+            md.matches("| variant-").count(),
+            12,
+            "every variant row kept"
+        );
+        let raw: usize = report
+            .experiments
+            .iter()
+            .flat_map(|e| &e.runs)
+            .flat_map(|r| &r.expectations)
+            .map(|e| e.evidence.len())
+            .sum();
+        assert!(
+            raw > 1024 * 1024,
+            "the evidence alone is over the limit: {raw}"
+        );
+        assert!(md.contains("(cut; "), "long evidence is cut");
+    }
+
+    /// So many failed runs that even without evidence the list is too long (synthetic): the
+    /// summary is cut at a line with a pointer.
+    #[test]
+    fn an_overlong_failure_list_is_cut_with_a_pointer() {
+        let path = format!(
+            "{}/tests/fixtures/runs/network-partition/results.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut report =
+            crate::report::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut run = report.experiments[0].runs[0].clone();
+        run.verdict = Verdict::Fail;
+        run.expectations[0].verdict = Verdict::Fail;
+        let exp = &mut report.experiments[0];
+        exp.runs = (0..12_000)
+            .map(|i| {
+                let mut r = run.clone();
+                r.id = format!("network-partition/v/{i}");
+                r
+            })
+            .collect();
+        let md = render(&report);
+        assert!(md.len() <= SUMMARY_LIMIT, "{} bytes", md.len());
+        assert!(
+            md.ends_with("(the job's artifact).\n"),
+            "{}",
+            &md[md.len() - 200..]
+        );
+        assert!(md.contains("summary cut at"));
     }
 }
