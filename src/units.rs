@@ -23,20 +23,26 @@ pub fn fmt_ms(ms: u64) -> String {
 }
 
 /// A duration as the user writes it in an experiment, without spaces: `2m`, `1m30s`, `7m5s`,
-/// `1h`, `250ms`, `0s`. The spec loader reads every output of this function back as the same
+/// `1h`, `250ms`, `0s` (units h, m, s, ms, us, ns, each at most once, largest first). The spec loader reads every output of this function back as the same
 /// duration (tested in `spec`).
 pub fn fmt_duration(d: Duration) -> String {
-    let total_ms = d.as_millis();
-    if total_ms == 0 {
+    let mut rest = d.as_nanos();
+    if rest == 0 {
         return "0s".into();
     }
-    let (h, rest) = (total_ms / 3_600_000, total_ms % 3_600_000);
-    let (m, rest) = (rest / 60_000, rest % 60_000);
-    let (s, ms) = (rest / 1000, rest % 1000);
     let mut out = String::new();
-    for (value, unit) in [(h, "h"), (m, "m"), (s, "s"), (ms, "ms")] {
-        if value > 0 {
-            out.push_str(&format!("{value}{unit}"));
+    for (unit, nanos) in [
+        ("h", 3_600_000_000_000u128),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+        ("ns", 1),
+    ] {
+        let n = rest / nanos;
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+            rest -= n * nanos;
         }
     }
     out

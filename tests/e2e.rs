@@ -800,3 +800,40 @@ fn local_storage_integrity_is_read_through_the_api() {
     );
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// A hung node that thaws after failover: the unfenced taint lets the old pod resume writing
+/// (split brain, caught); fencing leaves nobody to resume.
+#[test]
+fn a_frozen_node_that_thaws_is_a_zombie_writer_unless_fenced() {
+    let _g = lock_cluster();
+    let (status, report, dir) = run_experiment("experiments/node-freeze.yaml", &[]);
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "both variants meet their expectations"
+    );
+    let runs = &report.experiments[0].runs;
+    let unfenced = runs
+        .iter()
+        .find(|r| r.variant == "oos-taint-unfenced")
+        .unwrap();
+    let i = unfenced.integrity.as_ref().unwrap();
+    assert!(i.split_brain && i.writers >= 2, "{}", i.evidence);
+    assert!(
+        unfenced.phases.iter().any(|p| p.name == "fault-healed"),
+        "the thaw is on the timeline"
+    );
+    let events = std::fs::read_to_string(
+        dir.path()
+            .join("run/node-freeze/oos-taint-unfenced/1/events.jsonl"),
+    )
+    .unwrap();
+    assert!(events.contains("\"fault\":\"node-freeze\""));
+    let fenced = runs
+        .iter()
+        .find(|r| r.variant == "oos-taint-fenced")
+        .unwrap();
+    let i = fenced.integrity.as_ref().unwrap();
+    assert_eq!(i.verdict, nodedown::report::Verdict::Pass, "{}", i.evidence);
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}

@@ -87,6 +87,24 @@ impl DockerNodes {
         }
     }
 
+    /// Freezes every process of the container (cgroup freezer): the node is hung, not dead.
+    pub async fn pause(&self, container: &str) -> Result<(), ClusterError> {
+        self.docker.pause_container(container).await?;
+        Ok(())
+    }
+
+    /// Thaws a paused container; harmless when it is not paused (or not running).
+    pub async fn unpause(&self, container: &str) -> Result<(), ClusterError> {
+        match self.docker.unpause_container(container).await {
+            Ok(()) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409 | 500,
+                message,
+            }) if message.contains("not paused") || message.contains("is not running") => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub async fn start(&self, container: &str) -> Result<(), ClusterError> {
         match self.docker.start_container(container, None).await {
             Ok(()) => Ok(()),

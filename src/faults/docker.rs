@@ -67,6 +67,13 @@ impl DockerNodeControl {
                     basis: TimeZeroBasis::CommandReturned,
                 })
             }
+            FaultKind::NodeFreeze => {
+                self.docker.pause(c).await?;
+                Ok(Effect {
+                    at: SystemTime::now(),
+                    basis: TimeZeroBasis::CommandReturned,
+                })
+            }
             FaultKind::NetworkPartition => {
                 let script = partition_script(&fault.peers);
                 self.docker.exec(c, &["sh", "-c", &script], None).await?;
@@ -82,6 +89,7 @@ impl DockerNodeControl {
         let c = Self::container(node);
         match kind {
             FaultKind::NodeShutdown => self.docker.start(c).await?,
+            FaultKind::NodeFreeze => self.docker.unpause(c).await?,
             FaultKind::KubeletStop => {
                 self.docker
                     .exec(c, &["systemctl", "start", "kubelet"], None)
@@ -105,7 +113,10 @@ impl NodeControl for DockerNodeControl {
     fn supports(&self, kind: FaultKind) -> bool {
         matches!(
             kind,
-            FaultKind::NodeShutdown | FaultKind::KubeletStop | FaultKind::NetworkPartition
+            FaultKind::NodeShutdown
+                | FaultKind::KubeletStop
+                | FaultKind::NetworkPartition
+                | FaultKind::NodeFreeze
         )
     }
 
@@ -133,7 +144,15 @@ impl NodeControl for DockerNodeControl {
     }
 
     fn power_off<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), NodeError>> {
-        async move { Ok(self.docker.kill(Self::container(node)).await?) }.boxed()
+        async move {
+            let c = Self::container(node);
+            self.docker.kill(c).await?;
+            // A frozen (paused) node gets the SIGKILL only once thawed; it runs no more of its
+            // own code after that.
+            self.docker.unpause(c).await?;
+            Ok(())
+        }
+        .boxed()
     }
 
     fn power_state<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<PowerState, NodeError>> {

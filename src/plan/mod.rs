@@ -106,6 +106,13 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
         FaultKind::NetworkPartition => {
             format!("fault: cut {node} off from the control plane and the other nodes")
         }
+        FaultKind::NodeFreeze => match run.fault.duration {
+            Some(d) => format!(
+                "fault: freeze {node}, thaw it {} later (its old pod resumes)",
+                fmt_duration(d)
+            ),
+            None => format!("fault: freeze {node} until the heal"),
+        },
     });
     if let Some(after) = run.remediation.after() {
         let what = match &run.remediation {

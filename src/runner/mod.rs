@@ -27,7 +27,7 @@ use kube::api::ListParams;
 use kube::{Api, Client};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 #[derive(Debug, thiserror::Error)]
@@ -205,6 +205,8 @@ struct Injected {
     control: Arc<dyn NodeControl>,
     node: String,
     recovery_deadline: Instant,
+    /// A fault that ends by itself mid-run (a freeze with a duration): the task that ends it.
+    ends: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// The runner's reading of the events: the same [`Tracker`] the reports use, fed in order.
@@ -242,10 +244,18 @@ impl Steps {
         self.preflight().await?;
         let (workload, mut watch, acks) = self.setup().await?;
         let steady = self.steady_state(&mut watch).await?;
-        let fault = self.inject(&steady).await?;
+        let mut fault = self.inject(&steady).await?;
         self.remediate(&mut watch, &workload, &steady, &fault)
             .await?;
         self.recover(&mut watch, &fault).await;
+        if let Some(ends) = fault.ends.take() {
+            // The fault ends mid-run (a thaw): observe what the old pod does afterwards.
+            self.progress.step("waiting for the fault to end by itself");
+            let _ = ends.await;
+            watch
+                .until(Instant::now() + Duration::from_secs(5), |_| false)
+                .await;
+        }
         if let Some(acks) = acks {
             self.collect_ledger(&workload, &watch, &steady, acks).await;
         }
@@ -430,7 +440,8 @@ impl Steps {
         };
         self.progress
             .step(&format!("inject: {} on {node}", kind.as_str()));
-        self.journal
+        let undo_id = self
+            .journal
             .record(Undo::HealFault {
                 backend: control.backend(),
                 fault: kind,
@@ -456,10 +467,46 @@ impl Steps {
             },
             Some(effect.at),
         );
+        // A freeze with a duration thaws mid-run, through the backend that froze it.
+        let ends = self.run.fault.duration.map(|d| {
+            let (control, node, journal, recorder) = (
+                control.clone(),
+                node.clone(),
+                self.journal.clone(),
+                self.recorder.clone(),
+            );
+            let at = Instant::now()
+                + d.saturating_sub(
+                    SystemTime::now()
+                        .duration_since(effect.at)
+                        .unwrap_or_default(),
+                );
+            tokio::spawn(async move {
+                tokio::time::sleep_until(at).await;
+                match control.heal(kind, &node).await {
+                    Ok(()) => {
+                        let _ = journal.healed(undo_id);
+                        recorder.record(EventKind::FaultHealed {
+                            fault: kind.as_str().into(),
+                            node,
+                        });
+                    }
+                    Err(e) => {
+                        recorder.record(EventKind::Note {
+                            message: format!(
+                                "ending {} on {node} after its duration failed: {e}; the heal will retry",
+                                kind.as_str()
+                            ),
+                        });
+                    }
+                }
+            })
+        });
         Ok(Injected {
             control,
             node,
             recovery_deadline: Instant::now() + self.run.timeouts.recovery,
+            ends,
         })
     }
 

@@ -74,6 +74,26 @@ impl Checker<'_> {
         path: &str,
         workload: &WorkloadSpec,
     ) -> Result<(), SpecError> {
+        if let Some(d) = fault.duration {
+            let field = format!("{path}.duration");
+            if fault.kind != crate::spec::FaultKind::NodeFreeze {
+                return Err(self.fail(
+                    &field,
+                    format!(
+                        "fault `{}` has no duration: it lasts until the heal",
+                        fault.kind.as_str()
+                    ),
+                    "remove `duration`, or write `kind: node-freeze`",
+                ));
+            }
+            if d.is_zero() {
+                return Err(self.fail(
+                    &field,
+                    "`duration: 0s` is no freeze at all",
+                    "write how long the node stays frozen, e.g. `duration: 40s`",
+                ));
+            }
+        }
         let field = format!("{path}.target.nodeOf");
         let sts = statefulset_name(workload.kind);
         let pod = fault.target.node_of.as_str();

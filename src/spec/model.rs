@@ -159,6 +159,32 @@ pub enum WorkloadKind {
 pub struct FaultSpec {
     pub kind: FaultKind,
     pub target: Target,
+    /// How long the fault lasts before nodedown undoes it in the middle of the run (only
+    /// `node-freeze`: the node thaws and its old pod resumes). Without it, the fault lasts
+    /// until the heal at the end of the run.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "optional_duration"
+    )]
+    pub duration: Option<Duration>,
+}
+
+/// An optional [`duration`].
+mod optional_duration {
+    use serde::{Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::duration::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        super::duration::deserialize(d).map(Some)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,6 +197,9 @@ pub enum FaultKind {
     /// The node is cut off from the control plane and the other nodes with iptables; its
     /// containers keep running (and writing to local and host-shared storage).
     NetworkPartition,
+    /// The whole node is frozen (on kind: the node container is paused), not dead; with
+    /// `duration` it thaws mid-run and its old pod resumes writing: the zombie writer.
+    NodeFreeze,
 }
 
 impl FaultKind {
@@ -179,6 +208,7 @@ impl FaultKind {
             FaultKind::NodeShutdown => "node-shutdown",
             FaultKind::KubeletStop => "kubelet-stop",
             FaultKind::NetworkPartition => "network-partition",
+            FaultKind::NodeFreeze => "node-freeze",
         }
     }
 }
@@ -369,21 +399,10 @@ pub mod duration {
         Ok(Duration::new(secs, (total % 1_000_000_000) as u32))
     }
 
-    /// `1m30s`, `500ms`, `0s`: the form [`parse`] reads.
+    /// `1m30s`, `500ms`, `0s`: the form [`parse`] reads (the one definition is
+    /// [`crate::units::fmt_duration`]).
     pub fn format(d: Duration) -> String {
-        let mut rest = d.as_nanos();
-        if rest == 0 {
-            return "0s".to_string();
-        }
-        let mut out = String::new();
-        for (unit, nanos) in UNITS {
-            let n = rest / nanos;
-            if n > 0 {
-                out.push_str(&format!("{n}{unit}"));
-                rest -= n * nanos;
-            }
-        }
-        out
+        crate::units::fmt_duration(d)
     }
 
     pub fn serialize<S: Serializer>(d: &Duration, serializer: S) -> Result<S::Ok, S::Error> {

@@ -406,6 +406,7 @@ pub(crate) mod tests {
                 target: Target {
                     node_of: "writer-0".into(),
                 },
+                duration: None,
             },
             remediation,
             timeouts: Timeouts {

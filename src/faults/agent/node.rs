@@ -158,7 +158,9 @@ fn apply(order: &Order) -> Result<(), String> {
                 .map(|_| ())
         }
         FaultKind::NetworkPartition => host_sh(&partition_script(&order.peers)).map(|_| ()),
-        FaultKind::NodeShutdown => Err("the agent does not power nodes off".into()),
+        FaultKind::NodeShutdown | FaultKind::NodeFreeze => {
+            Err(format!("the agent does not carry out {}", order.kind.as_str()))
+        }
     }
 }
 
@@ -166,7 +168,7 @@ fn heal(kind: FaultKind) -> Result<(), String> {
     match kind {
         FaultKind::KubeletStop => host_sh("systemctl start kubelet").map(|_| ()),
         FaultKind::NetworkPartition => host_sh(&heal_partition_script()).map(|_| ()),
-        FaultKind::NodeShutdown => Ok(()),
+        FaultKind::NodeShutdown | FaultKind::NodeFreeze => Ok(()),
     }
 }
 
