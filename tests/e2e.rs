@@ -109,15 +109,26 @@ fn events_contain(run_dir: &Path, needle: &str) -> bool {
     std::fs::read_to_string(run_dir.join("events.jsonl")).is_ok_and(|t| t.contains(needle))
 }
 
-fn nodedown_namespaces() -> Vec<String> {
+/// Namespaces whose name starts with `prefix` (only Active ones when `active_only`).
+fn namespaces(prefix: &str, active_only: bool) -> Vec<String> {
     kubectl_json(&["get", "namespaces"])["items"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|n| n["status"]["phase"] == "Active")
+        .filter(|n| !active_only || n["status"]["phase"] == "Active")
         .filter_map(|n| n["metadata"]["name"].as_str().map(String::from))
-        .filter(|n| n.starts_with("nd-"))
+        .filter(|n| n.starts_with(prefix))
         .collect()
+}
+
+/// Run namespaces still active.
+fn nodedown_namespaces() -> Vec<String> {
+    namespaces("nd-", true)
+}
+
+/// Agent namespaces, terminating ones included.
+fn agent_namespaces() -> Vec<String> {
+    namespaces("nd-agent-", false)
 }
 
 #[test]
@@ -553,16 +564,6 @@ fn foreign(cmd: &mut Command) -> &mut Command {
         "--power-state",
         "docker inspect -f '{{if .State.Running}}on{{else}}off{{end}}' {node}",
     ])
-}
-
-fn agent_namespaces() -> Vec<String> {
-    kubectl_json(&["get", "namespaces"])["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|n| n["metadata"]["name"].as_str().map(String::from))
-        .filter(|n| n.starts_with("nd-agent-"))
-        .collect()
 }
 
 /// kubelet-stop and network-partition through the node agent (no Docker backend: the cluster

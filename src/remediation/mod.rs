@@ -140,3 +140,20 @@ pub async fn recreate_node(
         Err(e) => Err(api_err("recreate", &name)(e)),
     }
 }
+
+/// Whether a node carries the control-plane role label.
+pub fn is_control_plane(node: &Node) -> bool {
+    node.metadata.labels.as_ref().is_some_and(|l| {
+        l.contains_key("node-role.kubernetes.io/control-plane")
+            || l.contains_key("node-role.kubernetes.io/master")
+    })
+}
+
+/// Whether a node's Ready condition is True.
+pub fn node_is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .map(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        .unwrap_or(false)
+}

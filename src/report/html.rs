@@ -2,18 +2,11 @@
 //! qualification report — the summary, per experiment its timeline picture and a table of its
 //! runs, and per run the expectations with their evidence and the integrity findings.
 
-use super::text::verdict_word;
+use super::text::{verdict_word, xml_escape};
 use super::{Report, RunResult, Verdict};
 use crate::timeline::Metric;
 use crate::units::fmt_ms;
 use std::fmt::Write;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn badge(v: Verdict) -> String {
     format!(r#"<span class="verdict {0}">{0}</span>"#, verdict_word(v))
@@ -30,20 +23,20 @@ fn run_section(out: &mut String, r: &RunResult) {
     let _ = writeln!(
         out,
         r#"<section class="run" id="{}"><h3>{} {}</h3>"#,
-        esc(&r.id),
-        esc(&r.id),
+        xml_escape(&r.id),
+        xml_escape(&r.id),
         badge(r.verdict)
     );
     let _ = writeln!(
         out,
         "<p>fault {} · remediation {} · target {} · replacement {}{}</p>",
-        esc(&r.fault),
-        esc(&r.remediation),
-        esc(r.target_node.as_deref().unwrap_or("—")),
-        esc(r.replacement_node.as_deref().unwrap_or("—")),
+        xml_escape(&r.fault),
+        xml_escape(&r.remediation),
+        xml_escape(r.target_node.as_deref().unwrap_or("—")),
+        xml_escape(r.replacement_node.as_deref().unwrap_or("—")),
         r.error
             .as_ref()
-            .map(|e| format!(" · <b>harness error:</b> {}", esc(e)))
+            .map(|e| format!(" · <b>harness error:</b> {}", xml_escape(e)))
             .unwrap_or_default()
     );
     let _ = writeln!(
@@ -54,11 +47,11 @@ fn run_section(out: &mut String, r: &RunResult) {
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"evidence\">{}</td></tr>",
-            esc(&e.name),
-            esc(&e.expected),
-            esc(&e.actual),
+            xml_escape(&e.name),
+            xml_escape(&e.expected),
+            xml_escape(&e.actual),
             badge(e.verdict),
-            esc(&e.evidence)
+            xml_escape(&e.evidence)
         );
     }
     let _ = writeln!(out, "</table>");
@@ -68,7 +61,11 @@ fn run_section(out: &mut String, r: &RunResult) {
             Some(s) => format!("{}–{} (watch gap)", fmt_ms(s), fmt_ms(p.at_ms)),
             None => fmt_ms(p.at_ms),
         };
-        let _ = writeln!(out, "<tr><td>{}</td><td>{at}</td></tr>", esc(&p.name));
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{at}</td></tr>",
+            xml_escape(&p.name)
+        );
     }
     let _ = writeln!(out, "</table>");
     if let Some(i) = &r.integrity {
@@ -76,8 +73,8 @@ fn run_section(out: &mut String, r: &RunResult) {
             out,
             "<p>integrity {}: {}</p><pre>{}</pre>",
             badge(i.verdict),
-            esc(&i.summary),
-            esc(&i.evidence)
+            xml_escape(&i.summary),
+            xml_escape(&i.evidence)
         );
     }
     let _ = writeln!(out, "</section>");
@@ -95,7 +92,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "<h1>nodedown results</h1><p>{} · {} runs: {} passed, {} failed, {} unknown</p>",
-        esc(&report.tool),
+        xml_escape(&report.tool),
         runs.len(),
         count(Verdict::Pass),
         count(Verdict::Fail),
@@ -105,8 +102,8 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(
             out,
             "<h2>{}</h2><p><code>{}</code></p>",
-            esc(&exp.name),
-            esc(&exp.file)
+            xml_escape(&exp.name),
+            xml_escape(&exp.file)
         );
         out.push_str(&super::svg::experiment(exp));
         let mut header = "<tr><th>run</th><th>verdict</th>".to_string();
@@ -118,8 +115,8 @@ pub fn render(report: &Report) -> String {
         for r in &exp.runs {
             let mut row = format!(
                 r##"<tr><td><a href="#{}">{}</a></td><td>{}</td>"##,
-                esc(&r.id),
-                esc(&r.id),
+                xml_escape(&r.id),
+                xml_escape(&r.id),
                 badge(r.verdict)
             );
             for m in Metric::ALL {

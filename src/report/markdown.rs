@@ -282,22 +282,20 @@ fn verdicts(runs: &[&RunResult]) -> String {
 
 /// The median (and min–max, and how many runs got there) of a metric over runs.
 fn aggregate(runs: &[&RunResult], metric: Metric) -> String {
-    let mut values: Vec<u64> = runs
+    let values: Vec<u64> = runs
         .iter()
         .filter_map(|r| r.metrics.get(metric.name()).copied())
         .collect();
-    if values.is_empty() {
+    let Some(spread) = crate::units::spread(&values) else {
         return "—".to_string();
-    }
-    values.sort_unstable();
-    let n = values.len();
-    let mut s = fmt_ms(median(&values).expect("not empty"));
-    let (min, max) = (fmt_ms(values[0]), fmt_ms(values[n - 1]));
+    };
+    let mut s = fmt_ms(spread.median);
+    let (min, max) = (fmt_ms(spread.min), fmt_ms(spread.max));
     if min != max {
         let _ = write!(s, " ({min}–{max})");
     }
-    if n < runs.len() {
-        let _ = write!(s, " [{n}/{}]", runs.len());
+    if spread.count < runs.len() {
+        let _ = write!(s, " [{}/{}]", spread.count, runs.len());
     }
     s
 }

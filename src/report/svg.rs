@@ -2,6 +2,7 @@
 //! time zero — the fault window, a mark per phase, the write outage as a band — and one picture
 //! per experiment that stacks its runs on a shared axis so remediations compare at a glance.
 
+use super::text::xml_escape;
 use super::{ExperimentResult, RunResult, Verdict};
 use crate::units::fmt_ms;
 use std::fmt::Write;
@@ -11,14 +12,6 @@ const RIGHT: u32 = 40;
 const PLOT: u32 = 760;
 const ROW: u32 = 64;
 const TOP: u32 = 40;
-
-/// Characters that must not appear raw in SVG text or attributes.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The color of a phase mark: the node going away, the remediation, the old pod, the
 /// replacement, the end of the window.
@@ -64,15 +57,15 @@ fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
     let _ = writeln!(
         out,
         r#"<g class="run" data-id="{}" data-verdict="{verdict}">"#,
-        esc(&r.id)
+        xml_escape(&r.id)
     );
     let _ = writeln!(
         out,
         r##"<text x="8" y="{}" font-size="13">{}</text><text x="8" y="{}" font-size="11" fill="#666">{} · {verdict}</text>"##,
         mid - 4,
-        esc(label),
+        xml_escape(label),
         mid + 12,
-        esc(&r.remediation)
+        xml_escape(&r.remediation)
     );
     // The fault window: from time zero until the fault was healed (or the last phase).
     let healed = r
@@ -126,7 +119,7 @@ fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
             } else {
                 ""
             },
-            esc(&title)
+            xml_escape(&title)
         );
     }
     let _ = writeln!(out, "</g>");
@@ -141,12 +134,12 @@ fn picture(title: &str, rows: &[(&RunResult, String)]) -> String {
     let _ = writeln!(
         out,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" role="img" aria-label="{}">"#,
-        esc(title)
+        xml_escape(title)
     );
     let _ = writeln!(
         out,
         r#"<text x="8" y="22" font-size="15" font-weight="bold">{}</text>"#,
-        esc(title)
+        xml_escape(title)
     );
     // The axis: a tick every 10 s (every 30 s / 60 s for long runs).
     let step = match axis {
@@ -248,6 +241,6 @@ mod tests {
 
     #[test]
     fn text_is_escaped() {
-        assert_eq!(esc(r#"a<b>&"c""#), "a&lt;b&gt;&amp;&quot;c&quot;");
+        assert_eq!(xml_escape(r#"a<b>&"c""#), "a&lt;b&gt;&amp;&quot;c&quot;");
     }
 }

@@ -6,6 +6,14 @@ pub(crate) fn verdict_word(v: Verdict) -> &'static str {
     v.as_str()
 }
 
+/// Text for XML and HTML (the SVG timelines and report.html): `& < > "` escaped.
+pub(crate) fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 /// `name: expected X, got Y`
 pub(crate) fn mismatch(e: &ExpectationResult) -> String {
     format!("{}: expected {}, got {}", e.name, e.expected, e.actual)

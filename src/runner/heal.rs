@@ -4,7 +4,7 @@
 use crate::faults::NodeControl;
 use crate::journal::{Journal, Undo};
 use crate::observe::Recorder;
-use crate::remediation;
+use crate::remediation::{self, is_control_plane, node_is_ready};
 use crate::timeline::EventKind;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume};
 use kube::api::DeleteParams;
@@ -195,14 +195,6 @@ fn ignore_missing(r: Result<(), kube::Error>) -> Result<(), String> {
     }
 }
 
-/// Whether a node carries the control-plane role label.
-pub fn is_control_plane(node: &Node) -> bool {
-    node.metadata.labels.as_ref().is_some_and(|l| {
-        l.contains_key("node-role.kubernetes.io/control-plane")
-            || l.contains_key("node-role.kubernetes.io/master")
-    })
-}
-
 /// What makes a cluster unfit for a failover run, one line each (empty: fit). Pure.
 pub fn degraded(nodes: &[Node]) -> Vec<String> {
     let mut problems = Vec::new();
@@ -249,14 +241,6 @@ pub fn degraded(nodes: &[Node]) -> Vec<String> {
         ));
     }
     problems
-}
-
-pub fn node_is_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .map(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-        .unwrap_or(false)
 }
 
 /// Polls until the Node exists and is Ready.

@@ -413,7 +413,7 @@ impl Steps {
                 .get(&node)
                 .await
                 .map_err(|e| format!("get node {node}: {e}"))?;
-            if heal::is_control_plane(&n) {
+            if remediation::is_control_plane(&n) {
                 return Err(format!(
                     "{} runs on {node}, a control-plane node: refusing to fault it (give --allow-control-plane if that is the point)",
                     steady.pod
@@ -650,19 +650,7 @@ impl Steps {
     ) {
         tokio::time::sleep(Duration::from_secs(3)).await;
         acks.stop().await;
-        // The pod serving the workload now; else one whose object still exists and runs, even
-        // evicted (on a node whose kubelet is stopped it keeps running, and the API server still
-        // reaches it).
-        let serving = watch
-            .tracker
-            .serving_pod(None)
-            .or_else(|| {
-                watch
-                    .tracker
-                    .pods()
-                    .find(|p| p.phase == crate::timeline::PodPhase::Running && p.node.is_some())
-            })
-            .map(|p| p.name.clone());
+        let serving = watch.tracker.evidence_pod().map(|p| p.name.clone());
         let note = match workload
             .collect_ledger(
                 &self.client,

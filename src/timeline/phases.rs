@@ -326,8 +326,6 @@ impl PodView {
 #[derive(Debug, Clone, Default)]
 pub struct Tracker {
     tl: Timeline,
-    /// The last `workload-ready` so far (before the fault): (pod, uid, node).
-    steady: Option<(String, String, String)>,
     /// Pods of the workload as last seen, by uid (deleted ones removed).
     pods: BTreeMap<String, PodView>,
     /// Nodes' Ready condition as last seen.
@@ -356,6 +354,17 @@ impl Tracker {
             Some(n) => serving.find(|p| p.name == n),
             None => serving.min_by(|a, b| a.name.cmp(&b.name)),
         }
+    }
+
+    /// The pod to read the workload's own evidence from: the one serving it, else one whose
+    /// object still exists and runs, even evicted (on a node whose kubelet is stopped it keeps
+    /// running, and the API server still reaches it).
+    pub fn evidence_pod(&self) -> Option<&PodView> {
+        self.serving_pod(None).or_else(|| {
+            self.pods
+                .values()
+                .find(|p| p.phase == PodPhase::Running && p.node.is_some())
+        })
     }
 
     /// Every pod of the workload as last seen.
@@ -504,7 +513,6 @@ impl Tracker {
     fn before_fault(&mut self, e: &Event) {
         match &e.what {
             EventKind::WorkloadReady { pod, uid, node } => {
-                self.steady = Some((pod.clone(), uid.clone(), node.clone()));
                 self.tl.target_pod = Some(pod.clone());
                 self.tl.old_uid = Some(uid.clone());
                 self.tl.target_node = Some(node.clone());

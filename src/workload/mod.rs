@@ -172,12 +172,11 @@ impl Workload {
                 .await
                 .map_err(|e| format!("list nodes: {e}"))?;
             let pvs: Api<PersistentVolume> = Api::all(client.clone());
-            for node in nodes.items.iter().filter(|n| {
-                !n.metadata
-                    .labels
-                    .as_ref()
-                    .is_some_and(|l| l.contains_key("node-role.kubernetes.io/control-plane"))
-            }) {
+            for node in nodes
+                .items
+                .iter()
+                .filter(|n| !crate::remediation::is_control_plane(n))
+            {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 let pv = local_volume(ns, &name, &self.spec.size, &self.run_id);
                 let pv_name = pv.metadata.name.clone().unwrap_or_default();
