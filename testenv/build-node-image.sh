@@ -11,6 +11,7 @@ if docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
 fi
 [ -x "$K8S_BIN" ] || die "missing $K8S_BIN (run testenv/build-k8s.sh)"
 [ -f "$ROOTFS_TAR" ] || die "missing $ROOTFS_TAR (run testenv/build-rootfs.sh)"
+[ -x "$CSI_BIN" ] && [ -x "$ATTACHER_BIN" ] || die "missing $CSI_BIN or $ATTACHER_BIN (run testenv/build-csi.sh)"
 
 ctx=$(mktemp -d "$CACHE_DIR/node-context.XXXXXX")
 trap 'rm -rf "$ctx"' EXIT
@@ -39,7 +40,10 @@ if [ ! -x "$bbdir/bin/busybox" ]; then
   mkdir -p "$bbdir.tmp" && (cd "$bbdir.tmp" && apt-get download -q busybox-static >/dev/null)
   dpkg-deb -x "$bbdir.tmp"/busybox-static_*.deb "$bbdir.tmp" && rm -rf "$bbdir" && mv "$bbdir.tmp" "$bbdir"
 fi
-python3 "$TESTENV_DIR/node/images.py" "$ov/kind/images/images.tar" "$K8S_BIN" "$ctx/catatonit" "$bbdir/bin/busybox" "${refs[@]}"
+python3 "$TESTENV_DIR/node/images.py" "$ov/kind/images/images.tar" "$K8S_BIN" "$ctx/catatonit" "$bbdir/bin/busybox" \
+  --binary-image "nodedown.local/csi-driver:testenv" "$CSI_BIN" \
+  --binary-image "nodedown.local/csi-attacher:$ATTACHER_VERSION" "$ATTACHER_BIN" \
+  "${refs[@]}"
 echo "$K8S_VERSION-$NODE_KEY" > "$ov/kind/images/revision"
 
 # systemd: enable our units, keep gettys off the container's tty.

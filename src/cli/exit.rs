@@ -79,6 +79,7 @@ mod tests {
             environment: None,
             spec_hash: String::new(),
             integrity: None,
+            controller_counters: None,
         }
     }
 

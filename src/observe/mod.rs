@@ -3,9 +3,11 @@
 //! appended to the run's `events.jsonl` as it happens.
 
 mod acks;
+mod counters;
 mod diff;
 mod recorder;
 pub use acks::*;
+pub use counters::*;
 pub use diff::*;
 pub use recorder::*;
 

@@ -55,7 +55,7 @@ pub fn expand(exp: &Experiment, file: &std::path::Path, opts: &PlanOptions) -> V
                 variant: variant.name.to_string(),
                 repetition,
                 cluster: exp.cluster.clone(),
-                workload: exp.workload.clone(),
+                workload: variant.workload.clone(),
                 fault: variant.fault.clone(),
                 remediation: variant.remediation.clone(),
                 timeouts: variant.timeouts.clone(),
@@ -126,6 +126,9 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
                 format!("force-delete {target} (grace period 0)")
             }
             RemediationSpec::DeleteNode { .. } => "delete the Node object".to_string(),
+            RemediationSpec::DeleteVolumeattachment { .. } => format!(
+                "force-delete {target} (grace period 0), then delete the VolumeAttachments of its volumes on that node"
+            ),
             RemediationSpec::None => unreachable!("none has no delay"),
         };
         out.push(format!(

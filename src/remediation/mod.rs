@@ -102,6 +102,55 @@ pub async fn force_delete_pod(pods: &Api<Pod>, pod: &str) -> Result<(), Remediat
     }
 }
 
+/// Deletes the VolumeAttachments that attach the volumes claimed in namespace `ns` to `node`
+/// (what operators do by hand to free a volume stuck on a dead node). Returns their names.
+/// The external-attacher then calls the driver's ControllerUnpublish and removes its finalizer;
+/// the object is gone when the storage says the volume is detached.
+pub async fn delete_volume_attachments(
+    client: &kube::Client,
+    ns: &str,
+    node: &str,
+) -> Result<Vec<String>, RemediationError> {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use k8s_openapi::api::storage::v1::VolumeAttachment;
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    let volumes: std::collections::BTreeSet<String> = claims
+        .list(&Default::default())
+        .await
+        .map_err(api_err("list PersistentVolumeClaims in", ns))?
+        .items
+        .into_iter()
+        .filter_map(|c| c.spec.and_then(|s| s.volume_name))
+        .collect();
+    let vas: Api<VolumeAttachment> = Api::all(client.clone());
+    let mut deleted = Vec::new();
+    for va in vas
+        .list(&Default::default())
+        .await
+        .map_err(api_err("list", "VolumeAttachments"))?
+        .items
+    {
+        let on_node = va.spec.node_name == node;
+        let ours = va
+            .spec
+            .source
+            .persistent_volume_name
+            .as_ref()
+            .is_some_and(|pv| volumes.contains(pv));
+        let Some(name) = va.metadata.name.clone() else {
+            continue;
+        };
+        if on_node && ours {
+            match vas.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => deleted.push(name),
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return Err(api_err("delete VolumeAttachment", &name)(e)),
+            }
+        }
+    }
+    Ok(deleted)
+}
+
 /// Deletes the Node object; returns it as it was (for the journal: recreate it if the kubelet
 /// does not re-register the node by itself).
 pub async fn get_node(nodes: &Api<Node>, node: &str) -> Result<Option<Node>, RemediationError> {

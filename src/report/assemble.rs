@@ -2,8 +2,8 @@
 //! `events.jsonl` (the [`Event`]s). Pure: everything is recomputed from these two.
 
 use super::{
-    Environment, ExperimentResult, IntegrityResult, PhaseResult, Report, RunResult, TimeZeroResult,
-    VariantSummary, WriteOutage, SCHEMA_VERSION,
+    CounterChangeResult, Environment, ExperimentResult, IntegrityResult, PhaseResult, Report,
+    RunResult, TimeZeroResult, VariantSummary, WriteOutage, SCHEMA_VERSION,
 };
 use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
@@ -86,6 +86,20 @@ pub fn run_result_with(
             backend: timeline.backend.clone(),
         }
     });
+    let controller_counters = match (&timeline.counters_before, &timeline.counters_after) {
+        (Some(before), Some(after)) => Some(
+            after
+                .iter()
+                .filter(|(series, v)| before.get(*series) != Some(*v))
+                .map(|(series, v)| CounterChangeResult {
+                    series: series.clone(),
+                    before: before.get(series).copied(),
+                    after: *v,
+                })
+                .collect(),
+        ),
+        _ => None,
+    };
     RunResult {
         id: run.id.clone(),
         variant: run.variant.clone(),
@@ -119,6 +133,7 @@ pub fn run_result_with(
         environment,
         spec_hash: spec_hash(run),
         integrity,
+        controller_counters,
     }
 }
 

@@ -222,6 +222,8 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
         let _ = writeln!(out, "{row}");
     }
 
+    counters(out, &exp.runs);
+
     let bad: Vec<&RunResult> = exp
         .runs
         .iter()
@@ -256,6 +258,41 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
             }
             out.push('\n');
         }
+    }
+}
+
+/// Which path freed the volume and the pod, per run: the kube-controller-manager counters
+/// that changed (only runs where they could be read before and after).
+fn counters(out: &mut String, runs: &[RunResult]) {
+    let read: Vec<&RunResult> = runs
+        .iter()
+        .filter(|r| r.controller_counters.is_some())
+        .collect();
+    if read.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n**What the controllers did** (kube-controller-manager counters that changed during the run)\n"
+    );
+    for r in read {
+        let changes = r.controller_counters.as_deref().unwrap_or_default();
+        let text = if changes.is_empty() {
+            "no forced detach, no PodGC force delete".to_string()
+        } else {
+            changes
+                .iter()
+                .map(|c| {
+                    format!(
+                        "`{}` +{}",
+                        c.series.replace('`', "'"),
+                        c.after.saturating_sub(c.before.unwrap_or(0))
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(out, "- `{}`: {}", r.id, line(&text));
     }
 }
 

@@ -96,6 +96,23 @@ pub struct RunResult {
     /// The integrity checker's findings (ledger workload only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integrity: Option<IntegrityResult>,
+    /// kube-controller-manager counters that changed between the fault and the recovery:
+    /// which path detached the volume (`…forced_detaches{reason="timeout"|"out-of-service"}`)
+    /// and PodGC's force deletes. Absent when they could not be read both times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_counters: Option<Vec<CounterChangeResult>>,
+}
+
+/// One kube-controller-manager counter series that changed during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CounterChangeResult {
+    /// `name{labels}` as the controller-manager writes it.
+    pub series: String,
+    /// Absent: the series did not exist before (never incremented since the controller started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<u64>,
+    pub after: u64,
 }
 
 /// Where a run happened.

@@ -23,7 +23,7 @@ fn color(phase: &str) -> &'static str {
         "pod-terminating" | "old-pod-deleted" | "volume-detached" => "#c0392b",
         "replacement-created" | "replacement-scheduled" | "volume-attached" => "#2980b9",
         "replacement-running" | "replacement-ready" => "#27ae60",
-        "two-pods-running" => "#e74c3c",
+        "two-pods-running" | "multi-attach-error" => "#e74c3c",
         _ => "#7f8c8d",
     }
 }

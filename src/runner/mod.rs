@@ -248,6 +248,7 @@ impl Steps {
         self.remediate(&mut watch, &workload, &steady, &fault)
             .await?;
         self.recover(&mut watch, &fault).await;
+        self.controller_counters("after-recovery").await;
         if let Some(ends) = fault.ends.take() {
             // The fault ends mid-run (a thaw): observe what the old pod does afterwards.
             self.progress.step("waiting for the fault to end by itself");
@@ -260,6 +261,27 @@ impl Steps {
             self.collect_ledger(&workload, &watch, &steady, acks).await;
         }
         Ok(())
+    }
+
+    /// Records kube-controller-manager's counters (which path freed the volume and the pod);
+    /// a note when they cannot be read (this is evidence, not a requirement).
+    async fn controller_counters(&self, stage: &str) {
+        let read = tokio::time::timeout(
+            Duration::from_secs(5),
+            observe::read_controller_counters(&self.client),
+        )
+        .await
+        .unwrap_or_else(|_| Err("no answer within 5s".into()));
+        match read {
+            Ok((source, counters)) => {
+                self.recorder.record(EventKind::ControllerCounters {
+                    stage: stage.into(),
+                    source,
+                    counters,
+                });
+            }
+            Err(e) => self.note(format!("controller counters ({stage}) not read: {e}")),
+        }
     }
 
     fn note(&self, message: String) {
@@ -379,6 +401,7 @@ impl Steps {
             uid: pod.uid,
             node: node.clone(),
         });
+        self.controller_counters("before-fault").await;
         // Let the workload write for a moment before the fault.
         tokio::time::sleep(Duration::from_secs(2)).await;
         Ok(Steady {
@@ -614,6 +637,23 @@ impl Steps {
                     .await
                     .map_err(|e| e.to_string())?;
                 format!("Node {node} deleted")
+            }
+            RemediationSpec::DeleteVolumeattachment { .. } => {
+                let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+                remediation::force_delete_pod(&pods, pod)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let deleted = remediation::delete_volume_attachments(&self.client, ns, node)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if deleted.is_empty() {
+                    format!("pod {pod} deleted with grace period 0; no VolumeAttachment of its volumes on {node} to delete")
+                } else {
+                    format!(
+                        "pod {pod} deleted with grace period 0; VolumeAttachment {} on {node} deleted",
+                        deleted.join(", ")
+                    )
+                }
             }
         };
         self.recorder.record(EventKind::RemediationApplied {

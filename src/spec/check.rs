@@ -178,7 +178,7 @@ impl Checker<'_> {
                     after,
                     "remediation `none` takes no action, so it has no delay",
                     "remove `after`, or choose a kind that acts: `out-of-service-taint`, \
-                     `force-delete-pod` or `delete-node`",
+                     `force-delete-pod`, `delete-node` or `delete-volumeattachment`",
                 ),
                 (None, Some(fence)) => (
                     fence,
@@ -187,19 +187,62 @@ impl Checker<'_> {
                 ),
                 (None, None) => return Ok(()),
             },
-            RemediationSpec::ForceDeletePod { .. } | RemediationSpec::DeleteNode { .. } => {
-                match written("fence") {
-                    Some(fence) => (
-                        fence,
-                        "only remediation `out-of-service-taint` fences the node",
-                        "remove `fence`, or write `kind: out-of-service-taint`",
-                    ),
-                    None => return Ok(()),
-                }
-            }
+            RemediationSpec::ForceDeletePod { .. }
+            | RemediationSpec::DeleteNode { .. }
+            | RemediationSpec::DeleteVolumeattachment { .. } => match written("fence") {
+                Some(fence) => (
+                    fence,
+                    "only remediation `out-of-service-taint` fences the node",
+                    "remove `fence`, or write `kind: out-of-service-taint`",
+                ),
+                None => return Ok(()),
+            },
             RemediationSpec::OutOfServiceTaint { .. } => return Ok(()),
         };
         Err(self.fail(&field, problem, hint))
+    }
+
+    fn workload(&self, workload: &WorkloadSpec, path: &str) -> Result<(), SpecError> {
+        if workload.replicas != 1 {
+            let problem = if workload.replicas == 0 {
+                "`replicas: 0` runs no pod, so there is nothing to fail over".to_string()
+            } else {
+                format!(
+                    "`replicas: {}`: more than one replica is not supported yet",
+                    workload.replicas
+                )
+            };
+            return Err(self.fail(&format!("{path}.replicas"), problem, "write `replicas: 1`"));
+        }
+        if !is_quantity(&workload.size) {
+            return Err(self.fail(
+            &format!("{path}.size"),
+            format!("`{}` is not a Kubernetes quantity", workload.size),
+            "write a size such as 1Gi, 500Mi or 10G (a whole number, then optionally Ki, Mi, Gi, Ti, K, M, G or T)",
+        ));
+        }
+        if workload.storage_class.trim().is_empty() {
+            return Err(self.fail(
+                &format!("{path}.storageClass"),
+                "the storage class is empty",
+                format!(
+                    "name a StorageClass, or remove `storageClass` to use `{}`",
+                    super::model::default_storage_class()
+                ),
+            ));
+        }
+        if workload
+            .image
+            .as_deref()
+            .is_some_and(|i| i.trim().is_empty())
+        {
+            return Err(self.fail(
+                &format!("{path}.image"),
+                "the image is empty",
+                "name an image, or remove `image` to use the one nodedown builds",
+            ));
+        }
+        Ok(())
     }
 
     /// Checks that need the remediation, timeouts and expectations a variant's runs really use.
@@ -253,7 +296,7 @@ impl Checker<'_> {
                 ));
             }
         }
-        if exp.workload.kind != WorkloadKind::Ledger {
+        if run.workload.kind != WorkloadKind::Ledger {
             for (set, key) in [
                 (run.expect.integrity.is_some(), "integrity"),
                 (run.expect.write_outage.is_some(), "writeOutage"),
@@ -261,7 +304,7 @@ impl Checker<'_> {
                 if set {
                     return Err(self.fail(
                         &format!("{expect_path}.{key}"),
-                        format!("`{key}` is measured by the ledger workload, and this experiment runs `{}`", statefulset_name(exp.workload.kind)),
+                        format!("`{key}` is measured by the ledger workload, and this experiment runs `{}`", statefulset_name(run.workload.kind)),
                         "write `workload: {kind: ledger}` (and `fault.target.nodeOf: ledger-0`), or remove this expectation",
                     ));
                 }
@@ -331,45 +374,7 @@ pub(super) fn validate(exp: &Experiment, file: &Path, tree: &Node) -> Result<(),
     }
 
     let workload = &exp.workload;
-    if workload.replicas != 1 {
-        let problem = if workload.replicas == 0 {
-            "`replicas: 0` runs no pod, so there is nothing to fail over".to_string()
-        } else {
-            format!(
-                "`replicas: {}`: more than one replica is not supported yet",
-                workload.replicas
-            )
-        };
-        return Err(check.fail("workload.replicas", problem, "write `replicas: 1`"));
-    }
-    if !is_quantity(&workload.size) {
-        return Err(check.fail(
-            "workload.size",
-            format!("`{}` is not a Kubernetes quantity", workload.size),
-            "write a size such as 1Gi, 500Mi or 10G (a whole number, then optionally Ki, Mi, Gi, Ti, K, M, G or T)",
-        ));
-    }
-    if workload.storage_class.trim().is_empty() {
-        return Err(check.fail(
-            "workload.storageClass",
-            "the storage class is empty",
-            format!(
-                "name a StorageClass, or remove `storageClass` to use `{}`",
-                super::model::default_storage_class()
-            ),
-        ));
-    }
-    if workload
-        .image
-        .as_deref()
-        .is_some_and(|i| i.trim().is_empty())
-    {
-        return Err(check.fail(
-            "workload.image",
-            "the image is empty",
-            "name an image, or remove `image` to use the one nodedown builds",
-        ));
-    }
+    check.workload(workload, "workload")?;
 
     // Each part as written: the experiment's, then each variant's.
     check.fault(&exp.fault, "fault", workload)?;
@@ -393,8 +398,15 @@ pub(super) fn validate(exp: &Experiment, file: &Path, tree: &Node) -> Result<(),
                 "give each variant its own name",
             ));
         }
+        if let Some(w) = &variant.workload {
+            check.workload(w, &format!("{base}.workload"))?;
+        }
         if let Some(fault) = &variant.fault {
-            check.fault(fault, &format!("{base}.fault"), workload)?;
+            check.fault(
+                fault,
+                &format!("{base}.fault"),
+                variant.workload.as_ref().unwrap_or(workload),
+            )?;
         }
         if let Some(remediation) = &variant.remediation {
             check.remediation(remediation, &format!("{base}.remediation"))?;

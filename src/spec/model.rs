@@ -46,6 +46,7 @@ pub const DEFAULT_VARIANT: &str = "default";
 #[derive(Debug, Clone, Copy)]
 pub struct VariantSpec<'a> {
     pub name: &'a str,
+    pub workload: &'a WorkloadSpec,
     pub fault: &'a FaultSpec,
     pub remediation: &'a RemediationSpec,
     pub timeouts: &'a Timeouts,
@@ -59,6 +60,7 @@ impl Experiment {
     pub fn variant_specs(&self) -> Vec<VariantSpec<'_>> {
         let base = VariantSpec {
             name: DEFAULT_VARIANT,
+            workload: &self.workload,
             fault: &self.fault,
             remediation: &self.remediation,
             timeouts: &self.timeouts,
@@ -71,6 +73,7 @@ impl Experiment {
             .iter()
             .map(|v| VariantSpec {
                 name: &v.name,
+                workload: v.workload.as_ref().unwrap_or(base.workload),
                 fault: v.fault.as_ref().unwrap_or(base.fault),
                 remediation: v.remediation.as_ref().unwrap_or(base.remediation),
                 timeouts: v.timeouts.as_ref().unwrap_or(base.timeouts),
@@ -135,6 +138,34 @@ pub struct WorkloadSpec {
     /// Container image; default: the image nodedown builds and loads itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// The claim's access mode (and, for the volumes nodedown makes, the PersistentVolume's).
+    #[serde(default, skip_serializing_if = "AccessMode::is_default")]
+    pub access_mode: AccessMode,
+}
+
+/// A PersistentVolumeClaim access mode, written as Kubernetes writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum AccessMode {
+    /// One node may mount it (any number of its pods).
+    #[default]
+    ReadWriteOnce,
+    /// One pod may mount it.
+    ReadWriteOncePod,
+    /// Any number of nodes may mount it.
+    ReadWriteMany,
+}
+
+impl AccessMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessMode::ReadWriteOnce => "ReadWriteOnce",
+            AccessMode::ReadWriteOncePod => "ReadWriteOncePod",
+            AccessMode::ReadWriteMany => "ReadWriteMany",
+        }
+    }
+    fn is_default(&self) -> bool {
+        *self == AccessMode::ReadWriteOnce
+    }
 }
 
 pub fn default_storage_class() -> String {
@@ -251,6 +282,14 @@ pub enum RemediationSpec {
         #[serde(serialize_with = "duration::serialize")]
         after: Duration,
     },
+    /// The by-hand recipe for a volume stuck on a dead node, `after` it is seen NotReady:
+    /// force-delete the old pod (grace period 0), then delete the VolumeAttachments of the
+    /// workload's volumes on that node.
+    #[serde(rename_all = "camelCase")]
+    DeleteVolumeattachment {
+        #[serde(serialize_with = "duration::serialize")]
+        after: Duration,
+    },
 }
 
 impl RemediationSpec {
@@ -260,6 +299,7 @@ impl RemediationSpec {
             RemediationSpec::OutOfServiceTaint { .. } => "out-of-service-taint",
             RemediationSpec::ForceDeletePod { .. } => "force-delete-pod",
             RemediationSpec::DeleteNode { .. } => "delete-node",
+            RemediationSpec::DeleteVolumeattachment { .. } => "delete-volumeattachment",
         }
     }
     /// The delay after NotReady, when there is an action at all.
@@ -268,7 +308,8 @@ impl RemediationSpec {
             RemediationSpec::None => None,
             RemediationSpec::OutOfServiceTaint { after, .. }
             | RemediationSpec::ForceDeletePod { after }
-            | RemediationSpec::DeleteNode { after } => Some(*after),
+            | RemediationSpec::DeleteNode { after }
+            | RemediationSpec::DeleteVolumeattachment { after } => Some(*after),
         }
     }
 }
@@ -291,6 +332,7 @@ enum RemediationKind {
     OutOfServiceTaint,
     ForceDeletePod,
     DeleteNode,
+    DeleteVolumeattachment,
 }
 
 impl From<RawRemediation> for RemediationSpec {
@@ -304,6 +346,9 @@ impl From<RawRemediation> for RemediationSpec {
             },
             RemediationKind::ForceDeletePod => RemediationSpec::ForceDeletePod { after },
             RemediationKind::DeleteNode => RemediationSpec::DeleteNode { after },
+            RemediationKind::DeleteVolumeattachment => {
+                RemediationSpec::DeleteVolumeattachment { after }
+            }
         }
     }
 }
@@ -516,6 +561,10 @@ pub struct Variant {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Replaces the experiment's workload for this variant (e.g. another storage class or
+    /// access mode under the same fault).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<FaultSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

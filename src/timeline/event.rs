@@ -234,6 +234,14 @@ pub enum EventKind {
     ProbeFailing { pod: String, error: String },
     /// The probe answers again after `failures` failed attempts.
     ProbeRecovered { pod: String, failures: u64 },
+    /// kube-controller-manager's counters of forced detaches and PodGC force deletes, read
+    /// `stage` (`before-fault`, `after-recovery`) from pod `source`: which path freed the volume
+    /// and the pod.
+    ControllerCounters {
+        stage: String,
+        source: String,
+        counters: std::collections::BTreeMap<String, u64>,
+    },
     /// Free-form note from the harness (e.g. a step it took).
     Note { message: String },
     /// The run's observation ended (last line of a complete events.jsonl).

@@ -58,6 +58,10 @@ pub enum Phase {
     ReplacementCreated,
     /// The replacement is bound to a node.
     ReplacementScheduled,
+    /// The attach/detach controller refused to attach the volume for the replacement because
+    /// it is still attached to another node: a Warning event `FailedAttachVolume` with a
+    /// `Multi-Attach error` on a workload pod.
+    MultiAttachError,
     /// A volume is attached to a node other than the target.
     VolumeAttached,
     /// The replacement's phase is Running and it is not terminating.
@@ -75,7 +79,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the usual order of a failover.
-    pub const ALL: [Phase; 17] = [
+    pub const ALL: [Phase; 18] = [
         Phase::FaultInjected,
         Phase::NodeNotReady,
         Phase::UnreachableTaint,
@@ -87,6 +91,7 @@ impl Phase {
         Phase::VolumeDetached,
         Phase::ReplacementCreated,
         Phase::ReplacementScheduled,
+        Phase::MultiAttachError,
         Phase::VolumeAttached,
         Phase::ReplacementRunning,
         Phase::ReplacementReady,
@@ -109,6 +114,7 @@ impl Phase {
             Phase::VolumeDetached => "volume-detached",
             Phase::ReplacementCreated => "replacement-created",
             Phase::ReplacementScheduled => "replacement-scheduled",
+            Phase::MultiAttachError => "multi-attach-error",
             Phase::VolumeAttached => "volume-attached",
             Phase::ReplacementRunning => "replacement-running",
             Phase::ReplacementReady => "replacement-ready",
@@ -122,6 +128,13 @@ impl Phase {
     pub fn from_name(name: &str) -> Option<Phase> {
         Phase::ALL.into_iter().find(|p| p.name() == name)
     }
+}
+
+/// The attach/detach controller's Multi-Attach refusal, as a Kubernetes Event on a pod
+/// (`FailedAttachVolume`, "Multi-Attach error for volume … Volume is already exclusively attached
+/// to one node and can't be attached to another").
+pub fn is_multi_attach_error(object: &str, reason: &str, message: &str) -> bool {
+    object.starts_with("Pod/") && reason == "FailedAttachVolume" && message.contains("Multi-Attach")
 }
 
 impl std::fmt::Display for Phase {
@@ -248,6 +261,10 @@ pub struct Timeline {
     pub facts: Option<ClusterFacts>,
     /// The node-control backend that applied the fault.
     pub backend: Option<String>,
+    /// kube-controller-manager's forced-detach and PodGC counters before the fault and after
+    /// recovery (the `controller-counters` events), when they could be read.
+    pub counters_before: Option<BTreeMap<String, u64>>,
+    pub counters_after: Option<BTreeMap<String, u64>>,
 }
 
 impl Timeline {
@@ -452,6 +469,13 @@ impl Tracker {
             EventKind::NodeDeleted { node } => {
                 self.nodes.remove(node);
             }
+            EventKind::ControllerCounters {
+                stage, counters, ..
+            } => match stage.as_str() {
+                "before-fault" => self.tl.counters_before = Some(counters.clone()),
+                "after-recovery" => self.tl.counters_after = Some(counters.clone()),
+                _ => {}
+            },
             EventKind::WatchGap { resource, .. } => {
                 self.open_gaps.entry(*resource).or_insert(e.at_ms);
             }
@@ -593,6 +617,14 @@ impl Tracker {
             }
             EventKind::VolumeAttachmentDeleted { node, .. } if on_target(node) => {
                 hit.push(Phase::VolumeDetached)
+            }
+            EventKind::KubeEvent {
+                object,
+                reason,
+                message,
+                ..
+            } if is_multi_attach_error(object, reason, message) => {
+                hit.push(Phase::MultiAttachError)
             }
             EventKind::Pod {
                 pod,

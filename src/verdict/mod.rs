@@ -400,6 +400,7 @@ pub(crate) mod tests {
                 storage_class: "nodedown-shared".into(),
                 size: "1Gi".into(),
                 image: None,
+                access_mode: Default::default(),
             },
             fault: FaultSpec {
                 kind: FaultKind::NodeShutdown,

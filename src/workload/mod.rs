@@ -8,7 +8,7 @@ pub mod ledger;
 pub mod writer;
 
 use crate::journal::{Journal, Undo};
-use crate::spec::{WorkloadKind, WorkloadSpec};
+use crate::spec::{AccessMode, WorkloadKind, WorkloadSpec};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume};
 use kube::api::PostParams;
@@ -25,6 +25,14 @@ pub const SHARED_NODE_PATH: &str = "/mnt/nodedown-shared";
 pub const LOCAL_CLASS: &str = "nodedown-local";
 /// Where a node-local volume lives inside its node.
 pub const LOCAL_NODE_PATH: &str = "/var/lib/nodedown-local";
+/// testenv's storage that attaches (its CSI driver, `testenv/csi`, with the real
+/// external-attacher): volumes in the shared directory, attached to one node at a time through
+/// VolumeAttachments. nodedown makes the PersistentVolumes (no provisioner runs).
+pub const ATTACH_CLASS: &str = "nodedown-attach";
+/// The CSI driver behind [`ATTACH_CLASS`].
+pub const ATTACH_DRIVER: &str = "csi.nodedown.dev";
+/// Where that driver keeps a volume, under the shared directory: `csi/volumes/<handle>`.
+pub const ATTACH_VOLUMES_DIR: &str = "csi/volumes";
 /// The host directory behind it on the testenv machine (the default of `--shared-dir`).
 pub const DEFAULT_SHARED_DIR: &str = "/var/lib/nodedown/shared";
 /// Label on everything nodedown creates, with the run id as value.
@@ -58,12 +66,18 @@ pub fn claim_name(pod: &str) -> String {
 
 /// A PersistentVolume on the shared host directory, pre-bound to the claim of `pod`, without
 /// node affinity: the pod can fail over to any node and find its data.
-pub fn shared_volume(ns: &str, pod: &str, size: &str, run_id: &str) -> PersistentVolume {
+pub fn shared_volume(
+    ns: &str,
+    pod: &str,
+    size: &str,
+    mode: AccessMode,
+    run_id: &str,
+) -> PersistentVolume {
     serde_json::from_value(json!({
         "metadata": {"name": format!("{ns}-{}", claim_name(pod)), "labels": {RUN_LABEL: label_value(run_id)}},
         "spec": {
             "capacity": {"storage": size},
-            "accessModes": ["ReadWriteOnce"],
+            "accessModes": [mode.as_str()],
             "persistentVolumeReclaimPolicy": "Retain",
             "storageClassName": SHARED_CLASS,
             "claimRef": {"namespace": ns, "name": claim_name(pod)},
@@ -73,15 +87,56 @@ pub fn shared_volume(ns: &str, pod: &str, size: &str, run_id: &str) -> Persisten
     .expect("valid PersistentVolume")
 }
 
+/// The volume handle of the attaching volume of `pod`'s claim: `<ns>.data-<pod>` (the driver's
+/// directory name under [`ATTACH_VOLUMES_DIR`]).
+pub fn attach_handle(ns: &str, pod: &str) -> String {
+    format!("{ns}.{}", claim_name(pod))
+}
+
+/// A PersistentVolume of [`ATTACH_CLASS`], pre-bound to the claim of `pod`: a CSI volume that
+/// must be attached (ControllerPublish) to the node before its pod can mount it. The driver
+/// makes its directory on the first attach (`nodedown.dev/provision: on-publish`).
+pub fn attach_volume(
+    ns: &str,
+    pod: &str,
+    size: &str,
+    mode: AccessMode,
+    run_id: &str,
+) -> PersistentVolume {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("{ns}-{}", claim_name(pod)), "labels": {RUN_LABEL: label_value(run_id)}},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": [mode.as_str()],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": ATTACH_CLASS,
+            "volumeMode": "Filesystem",
+            "claimRef": {"namespace": ns, "name": claim_name(pod)},
+            "csi": {
+                "driver": ATTACH_DRIVER,
+                "volumeHandle": attach_handle(ns, pod),
+                "volumeAttributes": {"nodedown.dev/provision": "on-publish"}
+            }
+        }
+    }))
+    .expect("valid PersistentVolume")
+}
+
 /// A node-local PersistentVolume of [`LOCAL_CLASS`] on `node` (not bound in advance).
-pub fn local_volume(ns: &str, node: &str, size: &str, run_id: &str) -> PersistentVolume {
+pub fn local_volume(
+    ns: &str,
+    node: &str,
+    size: &str,
+    mode: AccessMode,
+    run_id: &str,
+) -> PersistentVolume {
     let mut name = format!("{ns}-local-{node}");
     name.truncate(253);
     serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {RUN_LABEL: label_value(run_id)}},
         "spec": {
             "capacity": {"storage": size},
-            "accessModes": ["ReadWriteOnce"],
+            "accessModes": [mode.as_str()],
             "persistentVolumeReclaimPolicy": "Retain",
             "storageClassName": LOCAL_CLASS,
             "hostPath": {"path": format!("{LOCAL_NODE_PATH}/{ns}"), "type": "DirectoryOrCreate"},
@@ -148,15 +203,23 @@ impl Workload {
             .create(&PostParams::default(), &namespace(ns, &self.run_id))
             .await
             .map_err(|e| format!("create namespace {ns}: {e}"))?;
-        if self.spec.storage_class == SHARED_CLASS {
+        let class = self.spec.storage_class.as_str();
+        if class == SHARED_CLASS || class == ATTACH_CLASS {
             // testenv's shared directory: nodedown makes the PersistentVolumes itself.
-            if let Some(dir) = &self.storage.shared_dir {
-                jrec(Undo::RemoveDir { path: dir.join(ns) })?;
-            }
             let pvs: Api<PersistentVolume> = Api::all(client.clone());
             for i in 0..self.spec.replicas {
                 let pod = format!("{}-{i}", app_name(self.spec.kind));
-                let pv = shared_volume(ns, &pod, &self.spec.size, &self.run_id);
+                if let Some(dir) = &self.storage.shared_dir {
+                    jrec(Undo::RemoveDir {
+                        path: self.volume_dir(dir, &pod),
+                    })?;
+                }
+                let (size, mode) = (&self.spec.size, self.spec.access_mode);
+                let pv = if class == SHARED_CLASS {
+                    shared_volume(ns, &pod, size, mode, &self.run_id)
+                } else {
+                    attach_volume(ns, &pod, size, mode, &self.run_id)
+                };
                 let name = pv.metadata.name.clone().unwrap_or_default();
                 jrec(Undo::DeletePersistentVolume { name: name.clone() })?;
                 pvs.create(&PostParams::default(), &pv)
@@ -178,7 +241,13 @@ impl Workload {
                 .filter(|n| !crate::remediation::is_control_plane(n))
             {
                 let name = node.metadata.name.clone().unwrap_or_default();
-                let pv = local_volume(ns, &name, &self.spec.size, &self.run_id);
+                let pv = local_volume(
+                    ns,
+                    &name,
+                    &self.spec.size,
+                    self.spec.access_mode,
+                    &self.run_id,
+                );
                 let pv_name = pv.metadata.name.clone().unwrap_or_default();
                 jrec(Undo::DeletePersistentVolume {
                     name: pv_name.clone(),
@@ -198,15 +267,24 @@ impl Workload {
         Ok(())
     }
 
+    /// Where the volume of `pod`'s claim lives under the shared host directory `shared`
+    /// (storage classes [`SHARED_CLASS`] and [`ATTACH_CLASS`]).
+    pub fn volume_dir(&self, shared: &Path, pod: &str) -> PathBuf {
+        if self.spec.storage_class == ATTACH_CLASS {
+            shared
+                .join(ATTACH_VOLUMES_DIR)
+                .join(attach_handle(&self.namespace, pod))
+        } else {
+            shared.join(&self.namespace).join(claim_name(pod))
+        }
+    }
+
     /// How the ledger comes back: the host directory when this machine holds the shared
     /// storage, else through the pod proxy.
     pub fn evidence(&self) -> Evidence {
+        let on_shared = [SHARED_CLASS, ATTACH_CLASS].contains(&self.spec.storage_class.as_str());
         match &self.storage.shared_dir {
-            Some(dir)
-                if !self.storage.ledger_via_api
-                    && self.spec.storage_class == SHARED_CLASS
-                    && dir.is_dir() =>
-            {
+            Some(dir) if !self.storage.ledger_via_api && on_shared && dir.is_dir() => {
                 Evidence::HostDir(dir.clone())
             }
             _ => Evidence::PodProxy,
@@ -229,10 +307,7 @@ impl Workload {
         }
         match self.evidence() {
             Evidence::HostDir(dir) => {
-                let source = dir
-                    .join(&self.namespace)
-                    .join(claim_name(pod))
-                    .join(ledger::LEDGER_FILE);
+                let source = self.volume_dir(&dir, pod).join(ledger::LEDGER_FILE);
                 let (s, t) = (source.clone(), dest.to_path_buf());
                 let copied = tokio::task::spawn_blocking(move || std::fs::copy(&s, &t))
                     .await
@@ -339,7 +414,7 @@ pub fn statefulset(
             "volumeClaimTemplates": [{
                 "metadata": {"name": "data"},
                 "spec": {
-                    "accessModes": ["ReadWriteOnce"],
+                    "accessModes": [spec.access_mode.as_str()],
                     "storageClassName": spec.storage_class,
                     "resources": {"requests": {"storage": spec.size}}
                 }
@@ -361,6 +436,7 @@ mod tests {
             storage_class: SHARED_CLASS.into(),
             size: "1Gi".into(),
             image: None,
+            access_mode: AccessMode::ReadWriteOnce,
         };
         let sts = statefulset(&spec, "img:1", true, "exp/v/1");
         let tpl = sts.spec.as_ref().unwrap();
@@ -371,10 +447,40 @@ mod tests {
                 .as_deref(),
             Some("data")
         );
-        let pv = shared_volume("ns1", "writer-0", "1Gi", "exp/v/1");
+        let pv = shared_volume(
+            "ns1",
+            "writer-0",
+            "1Gi",
+            AccessMode::ReadWriteOnce,
+            "exp/v/1",
+        );
         let claim = pv.spec.as_ref().unwrap().claim_ref.as_ref().unwrap();
         assert_eq!(claim.name.as_deref(), Some("data-writer-0"));
         assert_eq!(pv.metadata.labels.as_ref().unwrap()[RUN_LABEL], "exp.v.1");
         assert!(pv.spec.as_ref().unwrap().node_affinity.is_none());
+    }
+
+    #[test]
+    fn attaching_volume_names_the_driver_the_handle_and_the_access_mode() {
+        let pv = attach_volume(
+            "ns1",
+            "ledger-0",
+            "1Gi",
+            AccessMode::ReadWriteOncePod,
+            "e/v/1",
+        );
+        let spec = pv.spec.unwrap();
+        let csi = spec.csi.unwrap();
+        assert_eq!(csi.driver, ATTACH_DRIVER);
+        assert_eq!(csi.volume_handle, "ns1.data-ledger-0");
+        assert_eq!(
+            spec.access_modes.unwrap(),
+            vec!["ReadWriteOncePod".to_string()]
+        );
+        assert_eq!(spec.storage_class_name.as_deref(), Some(ATTACH_CLASS));
+        assert_eq!(
+            spec.claim_ref.unwrap().name.as_deref(),
+            Some("data-ledger-0")
+        );
     }
 }

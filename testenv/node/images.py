@@ -3,12 +3,15 @@
 builder: control-plane components and etcd (all from the one multi-call binary, sharing one
 layer) and pause (Debian's static catatonit). `ctr images import` reads it in every node.
 
-usage: images.py OUT.tar K8S_BINARY CATATONIT BUSYBOX IMAGE_REF...
+usage: images.py OUT.tar K8S_BINARY CATATONIT BUSYBOX [--binary-image REF BINARY]... IMAGE_REF...
 Image refs are matched by name: kube-apiserver, kube-controller-manager, kube-scheduler,
 kube-proxy and etcd get the binary layer; pause gets catatonit. Others (coredns) are skipped
 with a message. Also written: nodedown.local/busybox:testenv (Debian's static busybox with
-its applets), the small image with a shell that testenv's own tests run.
+its applets), the small image with a shell that testenv's own tests run, and one image per
+`--binary-image REF BINARY`: that static binary alone, at /BASENAME, as the entrypoint (the CSI
+driver and the external-attacher).
 """
+import os
 import hashlib
 import io
 import json
@@ -44,7 +47,14 @@ def tar_layer(entries):
 
 
 def main():
-    out, k8s_bin, catatonit, busybox, *refs = sys.argv[1:]
+    out, k8s_bin, catatonit, busybox, *rest = sys.argv[1:]
+    binary_images = {}  # ref -> (layer, entrypoint)
+    while len(rest) >= 3 and rest[0] == "--binary-image":
+        ref, path = rest[1], rest[2]
+        base = os.path.basename(path)
+        binary_images[ref] = (tar_layer([("tmp", "dir", None, 0o1777), (base, "file", path, 0o755)]), ["/" + base])
+        rest = rest[3:]
+    refs = rest
     commands = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "etcd"]
     k8s_layer = tar_layer(
         [("usr", "dir", None, 0o755), ("usr/local", "dir", None, 0o755),
@@ -60,7 +70,7 @@ def main():
          ("bin/busybox", "file", busybox, 0o755)]
         + [("bin/" + a, "symlink", "busybox", 0o777) for a in applets if a != "busybox"]
     )
-    refs = refs + [BUSYBOX_REF]
+    refs = refs + [BUSYBOX_REF] + list(binary_images)
     layers = {}  # digest -> bytes
     manifest = []
     for ref in refs:
@@ -69,6 +79,8 @@ def main():
             layer, entrypoint = k8s_layer, None
         elif name == "pause":
             layer, entrypoint = pause_layer, ["/pause", "-P"]
+        elif ref in binary_images:
+            layer, entrypoint = binary_images[ref]
         elif ref == BUSYBOX_REF:
             layer, entrypoint = busybox_layer, ["/bin/sh"]
         else:

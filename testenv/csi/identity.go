@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+type identity struct {
+	csi.UnimplementedIdentityServer
+}
+
+func (identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: DriverName, VendorVersion: Version}, nil
+}
+
+func (identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{{
+		Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{
+			Type: csi.PluginCapability_Service_CONTROLLER_SERVICE,
+		}},
+	}}}, nil
+}
+
+func (identity) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
+}
