@@ -838,3 +838,65 @@ fn a_frozen_node_that_thaws_is_a_zombie_writer_unless_fenced() {
     assert_eq!(i.verdict, nodedown::report::Verdict::Pass, "{}", i.evidence);
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// Storage that attaches (testenv's CSI driver with the real external-attacher): the
+/// out-of-service taint detaches the volume from the dead node at once (the controller-manager's
+/// forced-detach counter says why), and a force-deleted pod alone meets a Multi-Attach error.
+#[test]
+fn attaching_storage_detaches_with_the_taint_and_multi_attach_blocks_a_force_delete() {
+    let _g = lock_cluster();
+    let (status, report, _dir) = run_experiment(
+        "experiments/attach-detach.yaml",
+        &["out-of-service-taint", "force-delete-pod-first-minute"],
+    );
+    let runs = &report.experiments[0].runs;
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "both meet their expectations: {runs:#?}"
+    );
+    let oos = runs
+        .iter()
+        .find(|r| r.variant == "out-of-service-taint")
+        .unwrap();
+    let env = oos.environment.as_ref().expect("cluster facts");
+    assert_eq!(env.attach_required, Some(true), "{env:?}");
+    let at = |r: &nodedown::report::RunResult, name: &str| {
+        r.phases.iter().find(|p| p.name == name).map(|p| p.at_ms)
+    };
+    let (detached, attached) = (
+        at(oos, "volume-detached").expect("volume-detached"),
+        at(oos, "volume-attached").expect("volume-attached"),
+    );
+    let running = at(oos, "replacement-running").expect("replacement-running");
+    assert!(
+        detached <= attached && attached <= running,
+        "{:?}",
+        oos.phases
+    );
+    assert!(
+        oos.metrics.contains_key("time-to-detach") && oos.metrics.contains_key("time-to-attach")
+    );
+    assert_eq!(
+        oos.integrity.as_ref().map(|i| i.verdict),
+        Some(nodedown::report::Verdict::Pass)
+    );
+    let counters = oos
+        .controller_counters
+        .as_ref()
+        .expect("controller counters read");
+    assert!(
+        counters
+            .iter()
+            .any(|c| c.series.contains("forced_detaches") && c.series.contains("out-of-service")),
+        "{counters:?}"
+    );
+
+    let fd = runs
+        .iter()
+        .find(|r| r.variant == "force-delete-pod-first-minute")
+        .unwrap();
+    assert!(at(fd, "multi-attach-error").is_some(), "{:?}", fd.phases);
+    assert!(at(fd, "volume-detached").is_none(), "{:?}", fd.phases);
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}

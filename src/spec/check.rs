@@ -152,6 +152,37 @@ impl Checker<'_> {
                 ));
             }
         }
+        if let Some(phases) = &expect.phases {
+            for (key, names) in [("seen", &phases.seen), ("notSeen", &phases.not_seen)] {
+                for (i, name) in names.iter().enumerate() {
+                    if crate::timeline::Phase::from_name(name).is_none() {
+                        let known: Vec<&str> = crate::timeline::Phase::ALL
+                            .iter()
+                            .map(|p| p.name())
+                            .collect();
+                        return Err(self.fail(
+                            &format!("{path}.phases.{key}[{i}]"),
+                            format!("`{name}` is not a phase"),
+                            format!("write one of: {}", known.join(", ")),
+                        ));
+                    }
+                }
+            }
+            if let Some(both) = phases.seen.iter().find(|p| phases.not_seen.contains(p)) {
+                return Err(self.fail(
+                    &format!("{path}.phases.notSeen"),
+                    format!("`{both}` is expected both seen and not seen"),
+                    "keep it in one of the two lists",
+                ));
+            }
+            if phases.seen.is_empty() && phases.not_seen.is_empty() {
+                return Err(self.fail(
+                    &format!("{path}.phases"),
+                    "`phases` names no phase",
+                    "add `seen: [multi-attach-error]` or `notSeen: [two-pods-running]`, or remove `phases`",
+                ));
+            }
+        }
         if expect.recovered == Some(false) {
             if let Some((key, _)) = bounds(expect).into_iter().next() {
                 return Err(self.fail(

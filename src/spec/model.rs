@@ -521,6 +521,20 @@ pub struct Expectations {
     /// first one after it (workload `ledger` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_outage: Option<Bound>,
+    /// Phases that must (`seen`) or must not (`notSeen`) happen in the failover window, by
+    /// name (e.g. `multi-attach-error`, `volume-detached`; see docs/results-schema.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<PhaseExpectation>,
+}
+
+/// `expect.phases`: which phases a run must show, and which it must not.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PhaseExpectation {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seen: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_seen: Vec<String>,
 }
 
 /// What the integrity checker must conclude.

@@ -63,6 +63,14 @@ pub fn evaluate(
     if let Some(bound) = &run.expect.time_to_ready {
         results.push(ctx.bound("timeToReady", Metric::TimeToReady, "Ready", bound));
     }
+    if let Some(phases) = &run.expect.phases {
+        for name in &phases.seen {
+            results.push(ctx.phase(name, true));
+        }
+        for name in &phases.not_seen {
+            results.push(ctx.phase(name, false));
+        }
+    }
     let verdict = combine(&results, finished.is_some());
     (results, verdict)
 }
@@ -173,6 +181,9 @@ impl Ctx<'_> {
                     self.on_node()
                 )),
                 (None, None, None) => s.push_str(", never scheduled"),
+            }
+            if let Some(t) = at(Phase::MultiAttachError) {
+                s.push_str(&format!("; Multi-Attach error at {t}"));
             }
             if tl.has(Phase::ReplacementScheduled) && !tl.has(Phase::VolumeAttached) {
                 match at(Phase::VolumeDetached) {
@@ -287,6 +298,68 @@ impl Ctx<'_> {
         } else {
             Verdict::Fail
         };
+        r
+    }
+
+    /// `expect.phases`: `name` seen (or not) in the failover window. A phase not seen while a
+    /// watch gap was open, or in a run that ended early, may have been missed: unknown.
+    fn phase(&self, name: &str, want_seen: bool) -> ExpectationResult {
+        let key = if want_seen { "seen" } else { "notSeen" };
+        let mut r = ExpectationResult {
+            name: format!("phases.{key}"),
+            expected: name.to_string(),
+            actual: "unknown".into(),
+            verdict: Verdict::Unknown,
+            evidence: String::new(),
+        };
+        if self.tl.fault_at_ms.is_none() {
+            r.actual = "unknown (no fault)".into();
+            r.evidence = self.no_fault();
+            return r;
+        }
+        let Some(phase) = Phase::from_name(name) else {
+            r.evidence = format!("`{name}` is not a phase this version knows");
+            return r;
+        };
+        match self.tl.phase(phase) {
+            Some(p) => {
+                r.actual = format!("seen at {}", fmt_ms(p.at_ms));
+                r.evidence = format!("{name} at {}; {}", fmt_ms(p.at_ms), self.story());
+                r.verdict = if want_seen {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail
+                };
+            }
+            None => {
+                let gaps = self.tl.gaps.len();
+                let early = self.error.is_some() && !self.tl.window_closed();
+                if gaps > 0 || early {
+                    r.actual = "not seen (unknown: the observation has holes)".into();
+                    r.evidence = format!(
+                        "{name} not seen, but {}; {}",
+                        if early {
+                            "the run ended early".to_string()
+                        } else {
+                            format!("{gaps} watch gap(s) may have hidden it")
+                        },
+                        self.story()
+                    );
+                    return r;
+                }
+                r.actual = "not seen".into();
+                r.evidence = format!(
+                    "{name} not seen within {} of observation; {}",
+                    fmt_ms(self.tl.observed_ms.unwrap_or(0)),
+                    self.story()
+                );
+                r.verdict = if want_seen {
+                    Verdict::Fail
+                } else {
+                    Verdict::Pass
+                };
+            }
+        }
         r
     }
 
@@ -475,6 +548,75 @@ pub(crate) mod tests {
         assert_eq!(r[1].actual, "31.8s");
         assert_eq!(r[2].name, "timeToReady");
         assert_eq!(r[2].actual, "39.7s");
+    }
+
+    #[test]
+    fn phase_expectations_pass_fail_and_name_what_was_seen() {
+        let phases = crate::spec::PhaseExpectation {
+            seen: vec!["replacement-ready".into(), "multi-attach-error".into()],
+            not_seen: vec!["two-pods-running".into(), "out-of-service-taint".into()],
+        };
+        let e = Expectations {
+            phases: Some(phases),
+            ..Default::default()
+        };
+        let (r, v) = eval(OOS_TAINT, 120, e, None);
+        assert_eq!(v, Verdict::Fail);
+        let by = |name: &str, exp: &str| {
+            r.iter()
+                .find(|x| x.name == name && x.expected == exp)
+                .unwrap_or_else(|| panic!("{name} {exp}: {r:#?}"))
+        };
+        assert_eq!(
+            by("phases.seen", "replacement-ready").verdict,
+            Verdict::Pass
+        );
+        assert_eq!(
+            by("phases.seen", "replacement-ready").actual,
+            "seen at 39.7s"
+        );
+        let mae = by("phases.seen", "multi-attach-error");
+        assert_eq!(
+            (mae.verdict, mae.actual.as_str()),
+            (Verdict::Fail, "not seen")
+        );
+        assert!(
+            mae.evidence
+                .starts_with("multi-attach-error not seen within"),
+            "{}",
+            mae.evidence
+        );
+        assert_eq!(
+            by("phases.notSeen", "two-pods-running").verdict,
+            Verdict::Pass
+        );
+        assert_eq!(
+            by("phases.notSeen", "out-of-service-taint").verdict,
+            Verdict::Fail
+        );
+    }
+
+    #[test]
+    fn a_phase_not_seen_in_a_run_that_ended_early_is_unknown() {
+        let e = Expectations {
+            phases: Some(crate::spec::PhaseExpectation {
+                seen: vec!["volume-attached".into()],
+                not_seen: vec![],
+            }),
+            ..Default::default()
+        };
+        let cut: String = NONE_TIMEOUT
+            .lines()
+            .filter(|l| {
+                !["recovery-timeout", "fault-healed", "run-finished"]
+                    .iter()
+                    .any(|k| l.contains(k))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let (r, v) = eval(&cut, 120, e, Some("interrupted"));
+        assert_eq!(v, Verdict::Unknown, "{r:#?}");
+        assert!(r[0].actual.starts_with("not seen (unknown"), "{r:#?}");
     }
 
     #[test]

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# testenv/tests/csi-sanity.sh [CONTEXT]   (the context is not used: this runs on the host)
+#
+# csi-sanity (kubernetes-csi/csi-test, cached by testenv/build-csi.sh) against testenv's CSI
+# driver: the driver's controller and node services on one unix socket, with a throwaway
+# storage root, mount and staging directories under a temporary directory. Passes when
+# csi-sanity reports no failed spec. The driver process is ended by its PID; leftover mounts
+# under the temporary directory are unmounted.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib.sh"
+
+[ -x "$CSI_BIN" ] || fail "missing $CSI_BIN (run testenv/up or testenv/build-csi.sh)"
+[ -x "$CSI_SANITY_BIN" ] || fail "missing $CSI_SANITY_BIN (run testenv/up or testenv/build-csi.sh)"
+work=$(mktemp -d /tmp/nodedown-csi-sanity.XXXXXX)
+driver_pid=""
+cleanup() {
+  local rc=$?
+  trap - EXIT
+  set +e
+  [ -n "$driver_pid" ] && kill "$driver_pid" 2>/dev/null && wait "$driver_pid" 2>/dev/null
+  # Unmount anything csi-sanity left mounted (deepest first), then remove the directory.
+  awk -v w="$work" '$5 ~ "^"w {print $5}' /proc/self/mountinfo | sort -r | xargs -r -n1 umount
+  [ "$rc" = 0 ] || { log "driver log:"; tail -30 "$work/driver.log" | sed 's/^/    /'; }
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/root"
+NODE_NAME=sanity-node "$CSI_BIN" all --endpoint "unix://$work/csi.sock" --root "$work/root" \
+  >"$work/driver.log" 2>&1 &
+driver_pid=$!
+socket_there() { [ -S "$work/csi.sock" ]; }
+wait_for 20 "the driver's socket" socket_there
+log "csi-sanity $CSI_SANITY_VERSION against $(basename "$CSI_BIN") (pid $driver_pid)"
+"$CSI_SANITY_BIN" --csi.endpoint "$work/csi.sock" --csi.mountdir "$work/mnt" \
+  --csi.stagingdir "$work/stage" --ginkgo.no-color >"$work/sanity.log" 2>&1 || {
+  grep -E "^\s*\[FAIL\]|Ran [0-9]+ of|Passed" "$work/sanity.log" | head -40
+  fail "csi-sanity failed (log above)"
+}
+summary=$(grep -E "^(SUCCESS|FAIL)!|Passed \|" "$work/sanity.log" | tail -1)
+ran=$(grep -E "^Ran [0-9]+ of" "$work/sanity.log" | tail -1)
+log "$ran"
+log "$summary"
+grep -q "0 Failed" <<<"$summary" || fail "csi-sanity reported failures"
