@@ -118,3 +118,97 @@ fn the_recordings_say_what_happened() {
         assert_eq!(r.verdict, nodedown::report::Verdict::Pass, "{}", r.id);
     }
 }
+
+/// Storage that attaches (testenv's CSI driver with the real external-attacher): the phases the
+/// hand-written fixtures used to stand in for, recorded.
+#[test]
+fn the_attaching_storage_recordings_show_detach_attach_and_multi_attach() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
+    let ad = stored(&root.join("attach-detach"));
+    let phase = |r: &RunResult, p: Phase| {
+        r.phases
+            .iter()
+            .find(|x| x.name == p.name())
+            .map(|x| x.at_ms)
+    };
+    let oos = run(&ad, "attach-detach/out-of-service-taint/1");
+    let env = oos.environment.as_ref().unwrap();
+    assert_eq!(env.provisioner.as_deref(), Some("csi.nodedown.dev"));
+    assert_eq!(env.attach_required, Some(true));
+    let (detached, attached, running) = (
+        phase(oos, Phase::VolumeDetached).unwrap(),
+        phase(oos, Phase::VolumeAttached).unwrap(),
+        phase(oos, Phase::ReplacementRunning).unwrap(),
+    );
+    assert!(phase(oos, Phase::OutOfServiceTaint).unwrap() <= detached);
+    assert!(
+        detached <= attached && attached <= running,
+        "{:?}",
+        oos.phases
+    );
+    assert_eq!(oos.metrics[Metric::TimeToDetach.name()], detached);
+    assert_eq!(oos.metrics[Metric::TimeToAttach.name()], attached);
+    assert!(phase(oos, Phase::MultiAttachError).is_none());
+    let counters = oos.controller_counters.as_ref().unwrap();
+    assert!(
+        counters.iter().any(|c| c.series.contains("forced_detaches")
+            && c.series.contains("reason=\"out-of-service\"")),
+        "{counters:?}"
+    );
+
+    let none = run(&ad, "attach-detach/none/1");
+    assert!(phase(none, Phase::VolumeDetached).is_none());
+    assert!(!none.metrics.contains_key(Metric::TimeToAttach.name()));
+
+    let fd = run(&ad, "attach-detach/force-delete-pod-first-minute/1");
+    let mae = phase(fd, Phase::MultiAttachError).unwrap();
+    assert!(phase(fd, Phase::OldPodDeleted).unwrap() <= mae);
+    assert!(phase(fd, Phase::VolumeDetached).is_none());
+    assert!(phase(fd, Phase::ReplacementRunning).is_none());
+
+    let va = run(&ad, "attach-detach/delete-volumeattachment/1");
+    assert!(
+        phase(va, Phase::RemediationApplied).unwrap() <= phase(va, Phase::VolumeDetached).unwrap()
+    );
+    assert!(phase(va, Phase::VolumeAttached).is_some());
+    for r in [oos, none, fd, va] {
+        assert_eq!(r.verdict, nodedown::report::Verdict::Pass, "{}", r.id);
+        assert_eq!(
+            r.integrity.as_ref().unwrap().verdict,
+            nodedown::report::Verdict::Pass,
+            "{}",
+            r.id
+        );
+    }
+}
+
+/// The Markdown summary of a recording on attaching storage fills the detach and attach
+/// columns and says which path freed the volume.
+#[test]
+fn the_summary_of_attaching_storage_shows_detach_attach_and_the_controller_counters() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/attach-detach");
+    let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
+        .args(["report", "--format", "markdown"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let md = String::from_utf8(out.stdout).unwrap();
+    let header = md
+        .lines()
+        .find(|l| l.starts_with("| variant |"))
+        .expect("table header");
+    let cols: Vec<&str> = header.split('|').map(str::trim).collect();
+    let col = |name: &str| cols.iter().position(|c| *c == name).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| out-of-service-taint |"))
+        .expect("row of the taint variant");
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    for name in ["time-to-detach", "time-to-attach"] {
+        assert!(cells[col(name)].ends_with('s'), "{name}: {row}");
+    }
+    assert!(
+        md.contains("forced_detaches{reason=\"out-of-service\"}` +1"),
+        "{md}"
+    );
+}

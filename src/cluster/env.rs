@@ -92,6 +92,9 @@ impl Env {
         if let Some(d) = &self.docker {
             out.push(Arc::new(DockerNodeControl::new(d.clone())));
         }
+        out.push(Arc::new(crate::faults::ApiPodControl::new(
+            self.client.clone(),
+        )));
         out.push(Arc::new(AgentNodeControl::new(
             self.client.clone(),
             image.cloned(),

@@ -82,6 +82,32 @@ impl DockerNodeControl {
                     basis: TimeZeroBasis::CommandReturned,
                 })
             }
+            FaultKind::ContainerKill => {
+                let id = fault
+                    .pod
+                    .as_ref()
+                    .and_then(|p| p.container_id.as_deref())
+                    .and_then(|id| id.strip_prefix("containerd://"))
+                    .ok_or_else(|| NodeError::Node {
+                        node: fault.node.clone(),
+                        detail: "container-kill needs the pod's containerd container id (its status has none)".into(),
+                    })?;
+                self.docker
+                    .exec(
+                        c,
+                        &["ctr", "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", id],
+                        None,
+                    )
+                    .await?;
+                Ok(Effect {
+                    at: SystemTime::now(),
+                    basis: TimeZeroBasis::CommandReturned,
+                })
+            }
+            FaultKind::PodDelete => Err(NodeError::Unsupported {
+                backend: "docker",
+                fault: fault.kind.as_str().into(),
+            }),
         }
     }
 
@@ -100,6 +126,8 @@ impl DockerNodeControl {
                     .exec(c, &["sh", "-c", &heal_partition_script()], None)
                     .await?;
             }
+            // The kubelet restarts a killed container; a deleted pod is not undeleted.
+            FaultKind::ContainerKill | FaultKind::PodDelete => {}
         }
         Ok(())
     }
@@ -117,6 +145,7 @@ impl NodeControl for DockerNodeControl {
                 | FaultKind::KubeletStop
                 | FaultKind::NetworkPartition
                 | FaultKind::NodeFreeze
+                | FaultKind::ContainerKill
         )
     }
 

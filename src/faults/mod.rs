@@ -8,11 +8,13 @@
 //! the next implementations; each says which faults it can carry out.
 
 pub mod agent;
+mod api;
 mod docker;
 pub mod hooks;
 pub mod partition;
 
 pub use agent::AgentNodeControl;
+pub use api::ApiPodControl;
 pub use docker::DockerNodeControl;
 pub use hooks::{HooksNodeControl, PowerHooks};
 pub use partition::{heal_partition_script, partition_script, PARTITION_CHAIN};
@@ -34,6 +36,8 @@ pub enum Backend {
     PowerHooks,
     /// `nodedown agent`, a privileged pod on the target node.
     Agent,
+    /// The API server (pod faults: a graceful pod delete).
+    Api,
 }
 
 impl Backend {
@@ -42,6 +46,7 @@ impl Backend {
             Backend::Docker => "docker",
             Backend::PowerHooks => "power-hooks",
             Backend::Agent => "agent",
+            Backend::Api => "api",
         }
     }
 }
@@ -62,6 +67,19 @@ pub struct NodeFault {
         with = "humantime_serde"
     )]
     pub lease: Option<std::time::Duration>,
+    /// For a pod fault: the pod (and its main container) acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<PodTarget>,
+}
+
+/// The workload pod a pod fault acts on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodTarget {
+    pub namespace: String,
+    pub name: String,
+    /// The main container's runtime id (`containerd://…` as the pod status gives it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
 }
 
 /// When a fault took effect, and what that instant was taken from.

@@ -16,11 +16,13 @@ use std::time::Duration;
 /// How often the status is polled.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
-/// Polls `pod`'s status port in `ns` until aborted, appending acks to `path`.
+/// Polls the status port of `target` in `ns` (`pods/<name>`, or `services/<name>` whose
+/// endpoints are the Ready pods) through the API server's proxy until aborted, appending acks
+/// to `path`. Each ack names the pod of the writer that gave it (from its status).
 pub fn spawn_ack_poller(
     client: kube::Client,
     ns: &str,
-    pod: &str,
+    target: &str,
     port: u16,
     path: &Path,
     recorder: Arc<Recorder>,
@@ -30,10 +32,13 @@ pub fn spawn_ack_poller(
         .append(true)
         .open(path)?;
     let url = format!(
-        "/api/v1/namespaces/{ns}/pods/{pod}:{port}/proxy{}",
+        "/api/v1/namespaces/{ns}/{target}:{port}/proxy{}",
         status_url_path()
     );
-    let pod = pod.to_string();
+    let pod = target
+        .split_once('/')
+        .map_or(target, |(_, name)| name)
+        .to_string();
     Ok(tokio::spawn(async move {
         // Highest acknowledged seq seen per incarnation (keyed by pod uid and start time).
         let mut seen: HashMap<(String, u64), u64> = HashMap::new();
@@ -82,7 +87,7 @@ pub fn spawn_ack_poller(
                             at_ms: recorder.elapsed_ms(),
                             wall: humantime::format_rfc3339_millis(std::time::SystemTime::now())
                                 .to_string(),
-                            pod: pod.clone(),
+                            pod: status.incarnation.pod.clone(),
                             incarnation: status.incarnation,
                             seq: status.last_durable_seq,
                         };

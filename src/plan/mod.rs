@@ -81,14 +81,16 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
         "check: every node Ready, no out-of-service taint, at least two schedulable workers"
             .to_string(),
         format!(
-            "create: namespace nd-{}-{}-{}-<random>, StatefulSet `{app}` ({} replica, {} on storage class {}{})",
+            "create: namespace nd-{}-{}-{}-<random>, {} `{app}` ({} replica, {} {} on storage class {}{})",
             run.experiment,
             run.variant,
             run.repetition,
+            w.controller.as_str(),
             w.replicas,
             w.size,
+            w.access_mode.as_str(),
             w.storage_class,
-            if w.storage_class == "nodedown-shared" {
+            if ["nodedown-shared", "nodedown-attach"].contains(&w.storage_class.as_str()) {
                 ", PersistentVolumes made by nodedown"
             } else {
                 ""
@@ -105,6 +107,10 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
         FaultKind::KubeletStop => format!("fault: stop the kubelet on {node}"),
         FaultKind::NetworkPartition => {
             format!("fault: cut {node} off from the control plane and the other nodes")
+        }
+        FaultKind::PodDelete => format!("fault: delete {target} (graceful; its node stays up)"),
+        FaultKind::ContainerKill => {
+            format!("fault: SIGKILL the main container of {target} in {node}'s runtime")
         }
         FaultKind::NodeFreeze => match run.fault.duration {
             Some(d) => format!(

@@ -196,6 +196,7 @@ struct Steps {
 
 /// The steady state a fault interrupts: the pod serving the workload and its node.
 struct Steady {
+    namespace: String,
     pod: String,
     node: String,
 }
@@ -243,7 +244,7 @@ impl Steps {
     async fn execute(&self) -> Result<(), String> {
         self.preflight().await?;
         let (workload, mut watch, acks) = self.setup().await?;
-        let steady = self.steady_state(&mut watch).await?;
+        let steady = self.steady_state(&mut watch, &workload).await?;
         let mut fault = self.inject(&steady).await?;
         self.remediate(&mut watch, &workload, &steady, &fault)
             .await?;
@@ -355,7 +356,7 @@ impl Steps {
                 observe::spawn_ack_poller(
                     self.client.clone(),
                     &workload.namespace,
-                    &self.run.fault.target.node_of,
+                    &workload.status_proxy(&self.run.fault.target.node_of),
                     crate::workload::LEDGER_PORT,
                     &self.dir.join(store::ACKS_FILE),
                     self.recorder.clone(),
@@ -375,14 +376,17 @@ impl Steps {
     }
 
     /// Steady state: the target pod serves the workload (Running, Ready, not terminating).
-    async fn steady_state(&self, watch: &mut Watch) -> Result<Steady, String> {
+    async fn steady_state(&self, watch: &mut Watch, workload: &Workload) -> Result<Steady, String> {
+        let namespace = workload.namespace.as_str();
         let target = self.run.fault.target.node_of.as_str();
+        // A StatefulSet's target pod by name; a Deployment's one pod, whatever its name.
+        let by_name = workload.target_pod(target);
         self.progress.step(&format!(
             "steady state: waiting for {target} Running and Ready"
         ));
         let deadline = Instant::now() + self.run.timeouts.steady_state;
         if !watch
-            .until(deadline, |t| t.serving_pod(Some(target)).is_some())
+            .until(deadline, |t| t.serving_pod(by_name).is_some())
             .await
         {
             return Err(format!(
@@ -392,7 +396,7 @@ impl Steps {
         }
         let pod = watch
             .tracker
-            .serving_pod(Some(target))
+            .serving_pod(by_name)
             .cloned()
             .expect("waited for it");
         let node = pod.node.clone().expect("a serving pod has a node");
@@ -405,6 +409,7 @@ impl Steps {
         // Let the workload write for a moment before the fault.
         tokio::time::sleep(Duration::from_secs(2)).await;
         Ok(Steady {
+            namespace: namespace.to_string(),
             pod: pod.name,
             node,
         })
@@ -449,6 +454,25 @@ impl Steps {
         } else {
             vec![]
         };
+        let pod = if kind.is_pod_fault() {
+            let ns = steady.namespace.clone();
+            let obj = Api::<Pod>::namespaced(self.client.clone(), &ns)
+                .get(&steady.pod)
+                .await
+                .map_err(|e| format!("get pod {}: {e}", steady.pod))?;
+            let container_id = obj
+                .status
+                .and_then(|s| s.container_statuses)
+                .and_then(|c| c.into_iter().next())
+                .and_then(|c| c.container_id);
+            Some(faults::PodTarget {
+                namespace: ns,
+                name: steady.pod.clone(),
+                container_id,
+            })
+        } else {
+            None
+        };
         // The fault lasts through the recovery window; a backend that can undo it by itself
         // (the agent) does so a minute after that, even if this harness is gone.
         let fault = NodeFault {
@@ -460,6 +484,7 @@ impl Steps {
                     .fault_lease
                     .unwrap_or(self.run.timeouts.recovery + LEASE_MARGIN),
             ),
+            pod,
         };
         self.progress
             .step(&format!("inject: {} on {node}", kind.as_str()));

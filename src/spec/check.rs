@@ -118,7 +118,10 @@ impl Checker<'_> {
             };
             return Err(self.fail(
                 &field,
-                format!("`{pod}` is not a pod of the workload: its StatefulSet `{sts}` has {pods}"),
+                format!(
+                    "`{pod}` is not a pod of the workload: its {} `{sts}` has {pods}",
+                    workload.controller.as_str()
+                ),
                 format!("write `nodeOf: {sts}-0`"),
             ));
         }
@@ -197,6 +200,35 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// A pod fault leaves the node Ready, and remediations act after NotReady: only `none`.
+    fn pod_fault_remediation(
+        &self,
+        run: &VariantSpec<'_>,
+        remediation_path: &str,
+    ) -> Result<(), SpecError> {
+        if run.fault.kind.is_pod_fault() && *run.remediation != RemediationSpec::None {
+            let field = if self
+                .tree
+                .find(&format!("{remediation_path}.kind"))
+                .is_some()
+            {
+                format!("{remediation_path}.kind")
+            } else {
+                remediation_path.to_string()
+            };
+            return Err(self.fail(
+                &field,
+                format!(
+                    "fault `{}` leaves the node Ready, and remediation `{}` acts only after the node is NotReady",
+                    run.fault.kind.as_str(),
+                    run.remediation.name()
+                ),
+                "write `remediation: {kind: none}`: the controller and the kubelet recover a pod fault by themselves",
+            ));
+        }
+        Ok(())
+    }
+
     /// `after` and `fence` only where the remediation kind uses them.
     fn remediation(&self, remediation: &RemediationSpec, path: &str) -> Result<(), SpecError> {
         let written = |key: &str| {
@@ -234,6 +266,15 @@ impl Checker<'_> {
     }
 
     fn workload(&self, workload: &WorkloadSpec, path: &str) -> Result<(), SpecError> {
+        if workload.strategy.is_some()
+            && workload.controller != super::model::Controller::Deployment
+        {
+            return Err(self.fail(
+                &format!("{path}.strategy"),
+                "`strategy` is a Deployment's; this workload is a StatefulSet",
+                "write `controller: Deployment`, or remove `strategy`",
+            ));
+        }
         if workload.replicas != 1 {
             let problem = if workload.replicas == 0 {
                 "`replicas: 0` runs no pod, so there is nothing to fail over".to_string()
@@ -287,6 +328,7 @@ impl Checker<'_> {
         let remediation_path = origin(run.remediation, &exp.remediation, variant, "remediation");
         let timeouts_path = origin(run.timeouts, &exp.timeouts, variant, "timeouts");
         let expect_path = origin(run.expect, &exp.expect, variant, "expect");
+        self.pod_fault_remediation(run, &remediation_path)?;
 
         let recovery = run.timeouts.recovery;
         let recovery_field = format!("{timeouts_path}.recovery");

@@ -141,6 +141,51 @@ pub struct WorkloadSpec {
     /// The claim's access mode (and, for the volumes nodedown makes, the PersistentVolume's).
     #[serde(default, skip_serializing_if = "AccessMode::is_default")]
     pub access_mode: AccessMode,
+    /// What runs the pod: a StatefulSet (default; at most one pod per identity) or a
+    /// Deployment (one replica and one claim; a replacement is made as soon as the old pod is
+    /// terminating, whatever its volume says).
+    #[serde(default, skip_serializing_if = "Controller::is_default")]
+    pub controller: Controller,
+    /// The Deployment's `strategy.type` (matters for rollouts, not for a failover, where the
+    /// ReplicaSet replaces a terminating pod at once). Deployment only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<DeploymentStrategy>,
+}
+
+/// The workload controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Controller {
+    #[default]
+    StatefulSet,
+    Deployment,
+}
+
+impl Controller {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Controller::StatefulSet => "StatefulSet",
+            Controller::Deployment => "Deployment",
+        }
+    }
+    fn is_default(&self) -> bool {
+        *self == Controller::StatefulSet
+    }
+}
+
+/// A Deployment's `strategy.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeploymentStrategy {
+    RollingUpdate,
+    Recreate,
+}
+
+impl DeploymentStrategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeploymentStrategy::RollingUpdate => "RollingUpdate",
+            DeploymentStrategy::Recreate => "Recreate",
+        }
+    }
 }
 
 /// A PersistentVolumeClaim access mode, written as Kubernetes writes it.
@@ -231,6 +276,12 @@ pub enum FaultKind {
     /// The whole node is frozen (on kind: the node container is paused), not dead; with
     /// `duration` it thaws mid-run and its old pod resumes writing: the zombie writer.
     NodeFreeze,
+    /// The workload's pod is deleted gracefully through the API; the node is fine. The
+    /// controller makes a new pod (a StatefulSet: same name, new uid).
+    PodDelete,
+    /// The workload pod's main container gets SIGKILL in the node's container runtime; the pod
+    /// and the node are fine. The kubelet restarts the container (same pod, new start time).
+    ContainerKill,
 }
 
 impl FaultKind {
@@ -240,7 +291,15 @@ impl FaultKind {
             FaultKind::KubeletStop => "kubelet-stop",
             FaultKind::NetworkPartition => "network-partition",
             FaultKind::NodeFreeze => "node-freeze",
+            FaultKind::PodDelete => "pod-delete",
+            FaultKind::ContainerKill => "container-kill",
         }
+    }
+
+    /// The fault acts on the pod or its container, not on the node: nothing to remediate, and
+    /// the node never goes NotReady.
+    pub fn is_pod_fault(&self) -> bool {
+        matches!(self, FaultKind::PodDelete | FaultKind::ContainerKill)
     }
 }
 

@@ -52,6 +52,9 @@ pub enum Phase {
     OldPodDeleted,
     /// The target Node object is gone.
     NodeDeleted,
+    /// The old pod's container runs again with a new start time (the kubelet restarted it):
+    /// the same pod, a new incarnation of the workload.
+    ContainerRestarted,
     /// The volume attachment on the target node is detached or deleted.
     VolumeDetached,
     /// A pod of the workload other than the old one exists (whatever its name).
@@ -79,7 +82,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the usual order of a failover.
-    pub const ALL: [Phase; 18] = [
+    pub const ALL: [Phase; 19] = [
         Phase::FaultInjected,
         Phase::NodeNotReady,
         Phase::UnreachableTaint,
@@ -88,6 +91,7 @@ impl Phase {
         Phase::RemediationApplied,
         Phase::OldPodDeleted,
         Phase::NodeDeleted,
+        Phase::ContainerRestarted,
         Phase::VolumeDetached,
         Phase::ReplacementCreated,
         Phase::ReplacementScheduled,
@@ -111,6 +115,7 @@ impl Phase {
             Phase::RemediationApplied => "remediation-applied",
             Phase::OldPodDeleted => "old-pod-deleted",
             Phase::NodeDeleted => "node-deleted",
+            Phase::ContainerRestarted => "container-restarted",
             Phase::VolumeDetached => "volume-detached",
             Phase::ReplacementCreated => "replacement-created",
             Phase::ReplacementScheduled => "replacement-scheduled",
@@ -354,6 +359,10 @@ pub struct Tracker {
     created_uid: Option<(String, String)>,
     scheduled_on: Option<String>,
     ready_as: Option<(String, String, Option<String>)>,
+    /// The last `startedAt` seen per pod uid, and the old pod's at the fault: a later one on the
+    /// old pod is its container restarted.
+    started: BTreeMap<String, Option<String>>,
+    old_started: Option<String>,
     closed: bool,
     last_at: u64,
 }
@@ -446,8 +455,9 @@ impl Tracker {
                 phase,
                 terminating,
                 ready,
-                ..
+                started_at,
             } => {
+                self.started.insert(uid.clone(), started_at.clone());
                 self.pods.insert(
                     uid.clone(),
                     PodView {
@@ -462,6 +472,7 @@ impl Tracker {
             }
             EventKind::PodDeleted { uid, .. } => {
                 self.pods.remove(uid);
+                self.started.remove(uid);
             }
             EventKind::NodeReady { node, status, .. } => {
                 self.nodes.insert(node.clone(), *status);
@@ -552,6 +563,11 @@ impl Tracker {
             } => {
                 self.tl.backend = backend.clone();
                 self.tl.fault_at_ms = Some(e.at_ms);
+                self.old_started = self
+                    .tl
+                    .old_uid
+                    .as_ref()
+                    .and_then(|u| self.started.get(u).cloned().flatten());
                 self.tl.target_node = Some(node.clone());
                 let rel = |ms: u64| ms as i64 - e.at_ms as i64;
                 self.tl.time_zero = Some(TimeZero {
@@ -633,11 +649,28 @@ impl Tracker {
                 phase,
                 terminating,
                 ready,
-                ..
+                started_at,
             } => {
                 if is_old(uid) {
                     if *terminating {
                         hit.push(Phase::PodTerminating);
+                    }
+                    // The same pod with its container started again: a new incarnation, which
+                    // serves as the replacement (a container kill, a crash).
+                    let restarted = started_at.is_some()
+                        && self.old_started.is_some()
+                        && *started_at != self.old_started;
+                    if restarted && !terminating {
+                        hit.push(Phase::ContainerRestarted);
+                        if *phase == PodPhase::Running {
+                            hit.push(Phase::ReplacementRunning);
+                        }
+                        if *ready {
+                            hit.push(Phase::ReplacementReady);
+                            if self.ready_as.is_none() {
+                                self.ready_as = Some((pod.clone(), uid.clone(), node.clone()));
+                            }
+                        }
                     }
                 } else if old_uid.is_some() {
                     // Any other pod of the workload: a replacement, whatever its name.
@@ -761,8 +794,6 @@ pub(crate) mod tests {
                 ("old-pod-deleted", 27908),
                 ("replacement-created", 28000),
                 ("replacement-scheduled", 28053),
-                ("volume-detached", 28564),
-                ("volume-attached", 29208),
                 ("replacement-running", 31802),
                 ("replacement-ready", 39700),
                 ("fault-healed", 41208),
@@ -773,9 +804,7 @@ pub(crate) mod tests {
             ("time-to-not-ready", 20911),
             ("time-to-remediation", 21300),
             ("time-to-delete", 27908),
-            ("time-to-detach", 28564),
             ("time-to-schedule", 28053),
-            ("time-to-attach", 29208),
             ("time-to-running", 31802),
             ("time-to-ready", 39700),
         ]
@@ -828,7 +857,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn force_delete_run_waits_for_the_forced_detach() {
+    fn force_delete_run_recovers_without_a_taint() {
         let tl = analyze(&parse(FORCE_DELETE));
         assert_eq!(
             names(&tl),
@@ -841,8 +870,6 @@ pub(crate) mod tests {
                 ("old-pod-deleted", 50832),
                 ("replacement-created", 50920),
                 ("replacement-scheduled", 50971),
-                ("volume-detached", 411180),
-                ("volume-attached", 412040),
                 ("replacement-running", 414680),
                 ("replacement-ready", 422740),
                 ("fault-healed", 424130),
@@ -923,6 +950,61 @@ pub(crate) mod tests {
         assert_eq!(names(&tl), vec![("fault-injected", 0)]);
         assert!(!tl.recovered());
         assert_eq!(tl.observed_ms, Some(50));
+    }
+
+    /// Synthetic (the shape of a container kill as the kubelet reports it): the same pod uid,
+    /// not Ready with no running container, then Running and Ready with a new `startedAt`.
+    #[test]
+    fn a_restarted_container_is_the_new_incarnation() {
+        let p = |uid: &str, ready: bool, started: Option<&str>| EventKind::Pod {
+            pod: "ledger-0".into(),
+            uid: uid.into(),
+            node: Some("w1".into()),
+            phase: PodPhase::Running,
+            terminating: false,
+            ready,
+            started_at: started.map(String::from),
+        };
+        let events = vec![
+            ev(10, p("u1", true, Some("2026-12-03T10:00:00Z"))),
+            ev(
+                20,
+                EventKind::WorkloadReady {
+                    pod: "ledger-0".into(),
+                    uid: "u1".into(),
+                    node: "w1".into(),
+                },
+            ),
+            ev(
+                100,
+                EventKind::FaultInjected {
+                    fault: "container-kill".into(),
+                    node: "w1".into(),
+                    basis: TimeZeroBasis::CommandReturned,
+                    backend: None,
+                    returned_ms: None,
+                },
+            ),
+            ev(900, p("u1", false, None)),
+            ev(1900, p("u1", false, Some("2026-12-03T10:00:05Z"))),
+            ev(2600, p("u1", true, Some("2026-12-03T10:00:05Z"))),
+        ];
+        let tl = analyze(&events);
+        assert_eq!(
+            names(&tl),
+            vec![
+                ("fault-injected", 0),
+                ("container-restarted", 1800),
+                ("replacement-running", 1800),
+                ("replacement-ready", 2500),
+            ]
+        );
+        assert!(tl.recovered());
+        assert_eq!(tl.replacement_uid.as_deref(), Some("u1"));
+        assert_eq!(tl.metric(Metric::TimeToReady), Some(2500));
+        // The same stream without a new start time is no recovery.
+        let stuck: Vec<Event> = events[..4].to_vec();
+        assert!(!analyze(&stuck).recovered());
     }
 
     #[test]

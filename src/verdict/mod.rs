@@ -474,6 +474,8 @@ pub(crate) mod tests {
                 size: "1Gi".into(),
                 image: None,
                 access_mode: Default::default(),
+                controller: Default::default(),
+                strategy: None,
             },
             fault: FaultSpec {
                 kind: FaultKind::NodeShutdown,

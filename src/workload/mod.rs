@@ -8,9 +8,9 @@ pub mod ledger;
 pub mod writer;
 
 use crate::journal::{Journal, Undo};
-use crate::spec::{AccessMode, WorkloadKind, WorkloadSpec};
-use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolume};
+use crate::spec::{AccessMode, Controller, WorkloadKind, WorkloadSpec};
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Service};
 use kube::api::PostParams;
 use kube::{Api, Client};
 use serde_json::json;
@@ -207,8 +207,7 @@ impl Workload {
         if class == SHARED_CLASS || class == ATTACH_CLASS {
             // testenv's shared directory: nodedown makes the PersistentVolumes itself.
             let pvs: Api<PersistentVolume> = Api::all(client.clone());
-            for i in 0..self.spec.replicas {
-                let pod = format!("{}-{i}", app_name(self.spec.kind));
+            for pod in self.volume_owners() {
                 if let Some(dir) = &self.storage.shared_dir {
                     jrec(Undo::RemoveDir {
                         path: self.volume_dir(dir, &pod),
@@ -257,14 +256,80 @@ impl Workload {
                     .map_err(|e| format!("create PersistentVolume {pv_name}: {e}"))?;
             }
         }
-        Api::<StatefulSet>::namespaced(client.clone(), ns)
-            .create(
-                &PostParams::default(),
-                &statefulset(&self.spec, &self.image, self.preloaded, &self.run_id),
-            )
-            .await
-            .map_err(|e| format!("create StatefulSet: {e}"))?;
+        match self.spec.controller {
+            Controller::StatefulSet => {
+                Api::<StatefulSet>::namespaced(client.clone(), ns)
+                    .create(
+                        &PostParams::default(),
+                        &statefulset(&self.spec, &self.image, self.preloaded, &self.run_id),
+                    )
+                    .await
+                    .map_err(|e| format!("create StatefulSet: {e}"))?;
+            }
+            Controller::Deployment => {
+                let app = app_name(self.spec.kind);
+                Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns)
+                    .create(
+                        &PostParams::default(),
+                        &claim(&self.spec, app, &self.run_id),
+                    )
+                    .await
+                    .map_err(|e| format!("create PersistentVolumeClaim: {e}"))?;
+                if self.spec.kind == WorkloadKind::Ledger {
+                    Api::<Service>::namespaced(client.clone(), ns)
+                        .create(&PostParams::default(), &service(app, &self.run_id))
+                        .await
+                        .map_err(|e| format!("create Service: {e}"))?;
+                }
+                Api::<Deployment>::namespaced(client.clone(), ns)
+                    .create(
+                        &PostParams::default(),
+                        &deployment(&self.spec, &self.image, self.preloaded, &self.run_id),
+                    )
+                    .await
+                    .map_err(|e| format!("create Deployment: {e}"))?;
+            }
+        }
         Ok(())
+    }
+
+    /// The names whose claims hold the workload's data: each StatefulSet pod (`ledger-0`), or
+    /// the Deployment itself (`ledger`: one claim for whichever pod runs).
+    pub fn volume_owners(&self) -> Vec<String> {
+        let app = app_name(self.spec.kind);
+        match self.spec.controller {
+            Controller::StatefulSet => (0..self.spec.replicas)
+                .map(|i| format!("{app}-{i}"))
+                .collect(),
+            Controller::Deployment => vec![app.to_string()],
+        }
+    }
+
+    /// The owner of the claim `pod` mounts (see [`Workload::volume_owners`]).
+    fn volume_owner(&self, pod: &str) -> String {
+        match self.spec.controller {
+            Controller::StatefulSet => pod.to_string(),
+            Controller::Deployment => app_name(self.spec.kind).to_string(),
+        }
+    }
+
+    /// The pod named by the experiment's target, when pods have stable names (a StatefulSet);
+    /// `None` for a Deployment, whose one pod is whichever serves it.
+    pub fn target_pod<'a>(&self, target: &'a str) -> Option<&'a str> {
+        match self.spec.controller {
+            Controller::StatefulSet => Some(target),
+            Controller::Deployment => None,
+        }
+    }
+
+    /// What the ack poller reaches through the API server's proxy: the target pod by name (a
+    /// StatefulSet's pod keeps it), or the workload's Service (a Deployment's replacement has
+    /// a new name; the Service's endpoints follow the Ready pod).
+    pub fn status_proxy(&self, target: &str) -> String {
+        match self.spec.controller {
+            Controller::StatefulSet => format!("pods/{target}"),
+            Controller::Deployment => format!("services/{}", app_name(self.spec.kind)),
+        }
     }
 
     /// Where the volume of `pod`'s claim lives under the shared host directory `shared`
@@ -307,7 +372,9 @@ impl Workload {
         }
         match self.evidence() {
             Evidence::HostDir(dir) => {
-                let source = self.volume_dir(&dir, pod).join(ledger::LEDGER_FILE);
+                let source = self
+                    .volume_dir(&dir, &self.volume_owner(pod))
+                    .join(ledger::LEDGER_FILE);
                 let (s, t) = (source.clone(), dest.to_path_buf());
                 let copied = tokio::task::spawn_blocking(move || std::fs::copy(&s, &t))
                     .await
@@ -385,6 +452,64 @@ fn container(
     c
 }
 
+/// The claim of a Deployment's pods: `data-<app>`.
+pub fn claim(spec: &WorkloadSpec, app: &str, run_id: &str) -> PersistentVolumeClaim {
+    serde_json::from_value(json!({
+        "metadata": {"name": claim_name(app), "labels": {RUN_LABEL: label_value(run_id)}},
+        "spec": {
+            "accessModes": [spec.access_mode.as_str()],
+            "storageClassName": spec.storage_class,
+            "resources": {"requests": {"storage": spec.size}}
+        }
+    }))
+    .expect("valid PersistentVolumeClaim")
+}
+
+/// The ledger's Service (its status port), through which the acks of a Deployment's pod are
+/// read whatever the pod's name.
+pub fn service(app: &str, run_id: &str) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": app, "labels": {"app": app, RUN_LABEL: label_value(run_id)}},
+        "spec": {
+            "selector": {"app": app},
+            "ports": [{"name": "status", "port": LEDGER_PORT, "targetPort": LEDGER_PORT}]
+        }
+    }))
+    .expect("valid Service")
+}
+
+fn pod_env() -> serde_json::Value {
+    json!([
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+    ])
+}
+
+/// The Deployment under test: one replica, the claim `data-<app>`.
+pub fn deployment(spec: &WorkloadSpec, image: &str, pull_never: bool, run_id: &str) -> Deployment {
+    let name = app_name(spec.kind);
+    let mut d = json!({
+        "metadata": {"name": name, "labels": {"app": name, RUN_LABEL: label_value(run_id)}},
+        "spec": {
+            "replicas": spec.replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name, RUN_LABEL: label_value(run_id)}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 5,
+                    "containers": [container(spec.kind, name, image, pull_never, pod_env())],
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim_name(name)}}]
+                }
+            }
+        }
+    });
+    if let Some(strategy) = spec.strategy {
+        d["spec"]["strategy"] = json!({"type": strategy.as_str()});
+    }
+    serde_json::from_value(d).expect("valid Deployment")
+}
+
 /// The StatefulSet under test.
 pub fn statefulset(
     spec: &WorkloadSpec,
@@ -393,11 +518,7 @@ pub fn statefulset(
     run_id: &str,
 ) -> StatefulSet {
     let name = app_name(spec.kind);
-    let env = json!([
-        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-        {"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
-        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
-    ]);
+    let env = pod_env();
     serde_json::from_value(json!({
         "metadata": {"name": name, "labels": {"app": name, RUN_LABEL: label_value(run_id)}},
         "spec": {
@@ -437,6 +558,8 @@ mod tests {
             size: "1Gi".into(),
             image: None,
             access_mode: AccessMode::ReadWriteOnce,
+            controller: Default::default(),
+            strategy: None,
         };
         let sts = statefulset(&spec, "img:1", true, "exp/v/1");
         let tpl = sts.spec.as_ref().unwrap();
@@ -458,6 +581,44 @@ mod tests {
         assert_eq!(claim.name.as_deref(), Some("data-writer-0"));
         assert_eq!(pv.metadata.labels.as_ref().unwrap()[RUN_LABEL], "exp.v.1");
         assert!(pv.spec.as_ref().unwrap().node_affinity.is_none());
+    }
+
+    #[test]
+    fn a_deployment_mounts_one_claim_named_after_it() {
+        let spec = WorkloadSpec {
+            kind: WorkloadKind::Ledger,
+            replicas: 1,
+            storage_class: ATTACH_CLASS.into(),
+            size: "1Gi".into(),
+            image: None,
+            access_mode: AccessMode::ReadWriteMany,
+            controller: Controller::Deployment,
+            strategy: Some(crate::spec::DeploymentStrategy::Recreate),
+        };
+        let d = deployment(&spec, "img:1", true, "e/v/1");
+        let ds = d.spec.unwrap();
+        assert_eq!(ds.strategy.unwrap().type_.as_deref(), Some("Recreate"));
+        let vols = ds.template.spec.unwrap().volumes.unwrap();
+        assert_eq!(
+            vols[0].persistent_volume_claim.as_ref().unwrap().claim_name,
+            "data-ledger"
+        );
+        let c = claim(&spec, "ledger", "e/v/1");
+        assert_eq!(
+            c.spec.unwrap().access_modes.unwrap(),
+            vec!["ReadWriteMany".to_string()]
+        );
+        let w = Workload {
+            spec,
+            namespace: "ns1".into(),
+            run_id: "e/v/1".into(),
+            image: "img:1".into(),
+            preloaded: true,
+            storage: StorageAccess::default(),
+        };
+        assert_eq!(w.volume_owners(), vec!["ledger".to_string()]);
+        assert_eq!(w.target_pod("ledger-0"), None);
+        assert_eq!(w.status_proxy("ledger-0"), "services/ledger");
     }
 
     #[test]

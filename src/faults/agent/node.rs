@@ -158,7 +158,10 @@ fn apply(order: &Order) -> Result<(), String> {
                 .map(|_| ())
         }
         FaultKind::NetworkPartition => host_sh(&partition_script(&order.peers)).map(|_| ()),
-        FaultKind::NodeShutdown | FaultKind::NodeFreeze => {
+        FaultKind::NodeShutdown
+        | FaultKind::NodeFreeze
+        | FaultKind::PodDelete
+        | FaultKind::ContainerKill => {
             Err(format!("the agent does not carry out {}", order.kind.as_str()))
         }
     }
@@ -168,7 +171,10 @@ fn heal(kind: FaultKind) -> Result<(), String> {
     match kind {
         FaultKind::KubeletStop => host_sh("systemctl start kubelet").map(|_| ()),
         FaultKind::NetworkPartition => host_sh(&heal_partition_script()).map(|_| ()),
-        FaultKind::NodeShutdown | FaultKind::NodeFreeze => Ok(()),
+        FaultKind::NodeShutdown
+        | FaultKind::NodeFreeze
+        | FaultKind::PodDelete
+        | FaultKind::ContainerKill => Ok(()),
     }
 }
 
