@@ -70,3 +70,67 @@ fn report_html_renders_in_headless_chromium() {
         "a real picture"
     );
 }
+
+/// The Markdown summary's Mermaid gantt, rendered by Mermaid itself (the npm package
+/// GitHub-flavoured Markdown uses; scripts/test fetches it) in headless chromium: it parses,
+/// draws a gantt, and draws one milestone per phase of the first run of each variant.
+#[test]
+fn summary_gantt_renders_with_mermaid_in_headless_chromium() {
+    let mermaid = std::env::var("NODEDOWN_MERMAID")
+        .unwrap_or_else(|_| "/var/cache/nodedown/mermaid-11.17.2/mermaid.min.js".into());
+    assert!(
+        std::path::Path::new(&mermaid).is_file(),
+        "{mermaid} missing: run scripts/test (it fetches mermaid from npm)"
+    );
+    let fixture = "tests/fixtures/runs/attach-detach";
+    let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["report", "--format", "markdown", fixture])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let md = String::from_utf8(out.stdout).unwrap();
+    let start = md.find("```mermaid\n").expect("a mermaid block") + "```mermaid\n".len();
+    let block = &md[start..start + md[start..].find("```").unwrap()];
+    let milestones = block.matches(":milestone,").count();
+    let escaped = block
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("gantt.html");
+    std::fs::write(
+        &page,
+        format!(
+            "<!doctype html><html><body><pre class=\"mermaid\">{escaped}</pre>\
+             <script src=\"file://{mermaid}\"></script><script>\
+             mermaid.initialize({{startOnLoad:false}});\
+             mermaid.run().then(()=>document.body.setAttribute('data-done','ok'))\
+             .catch(e=>document.body.setAttribute('data-done','error: '+e));</script></body></html>"
+        ),
+    )
+    .unwrap();
+    let dom = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap_or_else(|e| panic!("chromium ({e}); run scripts/test to install it"));
+    let text = String::from_utf8_lossy(&dom.stdout);
+    assert!(
+        text.contains(r#"data-done="ok""#),
+        "mermaid rendered it: {}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(text.contains(r#"aria-roledescription="gantt""#));
+    assert!(!text.contains("Syntax error"));
+    let drawn = text.matches(r#"class="task milestone"#).count();
+    assert_eq!(drawn, milestones, "one drawn milestone per phase");
+    assert!(milestones >= 20, "{milestones}");
+}

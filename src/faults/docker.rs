@@ -35,6 +35,17 @@ impl DockerNodeControl {
     async fn apply_fault(&self, fault: &NodeFault) -> Result<Effect, NodeError> {
         let c = Self::container(&fault.node);
         match fault.kind {
+            // A clean power-off: systemd in the node shuts down (logind tells the kubelet, which
+            // terminates pods within its shutdownGracePeriod), then the container exits.
+            FaultKind::NodeShutdown if fault.graceful => {
+                self.docker
+                    .exec(c, &["systemctl", "poweroff"], None)
+                    .await?;
+                Ok(Effect {
+                    at: SystemTime::now(),
+                    basis: TimeZeroBasis::CommandReturned,
+                })
+            }
             // Power off: SIGKILL the node container (no shutdown, no goodbye to the API server).
             FaultKind::NodeShutdown => {
                 let requested = SystemTime::now();

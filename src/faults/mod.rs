@@ -67,6 +67,9 @@ pub struct NodeFault {
         with = "humantime_serde"
     )]
     pub lease: Option<std::time::Duration>,
+    /// For a power-off: a clean shutdown (`systemctl poweroff` in the node) instead of a hard one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub graceful: bool,
     /// For a pod fault: the pod (and its main container) acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<PodTarget>,

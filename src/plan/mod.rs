@@ -103,6 +103,9 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
     ];
     let node = format!("the node of {target}");
     out.push(match run.fault.kind {
+        FaultKind::NodeShutdown if run.fault.graceful => {
+            format!("fault: shut {node} down cleanly (systemctl poweroff in the node)")
+        }
         FaultKind::NodeShutdown => format!("fault: power off {node} (hard)"),
         FaultKind::KubeletStop => format!("fault: stop the kubelet on {node}"),
         FaultKind::NetworkPartition => {

@@ -223,6 +223,7 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
     }
 
     counters(out, &exp.runs);
+    gantt(out, exp);
 
     let bad: Vec<&RunResult> = exp
         .runs
@@ -259,6 +260,59 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
             out.push('\n');
         }
     }
+}
+
+/// A Mermaid `gantt` of the experiment (GitHub renders it): one section per variant, drawn
+/// from its first run — the fault-to-Ready bar (or fault to the end of observation, marked
+/// critical, when nothing recovered), the write outage, and every phase as a milestone. Time
+/// is from the fault (the axis reads minutes:seconds).
+fn gantt(out: &mut String, exp: &ExperimentResult) {
+    let mut variants: Vec<&RunResult> = Vec::new();
+    for r in &exp.runs {
+        if !variants.iter().any(|v| v.variant == r.variant) && !r.phases.is_empty() {
+            variants.push(r);
+        }
+    }
+    if variants.is_empty() {
+        return;
+    }
+    // Mermaid names: no colon, no hash, no semicolon.
+    let name = |s: &str| s.replace([':', '#', ';'], " ");
+    let _ = writeln!(
+        out,
+        "\n```mermaid\ngantt\n    title {} — phases from the fault (first run of each variant)\n    dateFormat x\n    axisFormat %M:%S",
+        name(&exp.name)
+    );
+    for r in variants {
+        let _ = writeln!(out, "    section {}", name(&r.variant));
+        // Not recovered: until the recovery timeout (else the last phase seen).
+        let end = r
+            .phases
+            .iter()
+            .find(|p| p.name == "recovery-timeout")
+            .or_else(|| r.phases.iter().max_by_key(|p| p.at_ms))
+            .map_or(0, |p| p.at_ms);
+        match r.phases.iter().find(|p| p.name == "replacement-ready") {
+            Some(p) => {
+                let _ = writeln!(out, "    fault to Ready :active, 0, {}ms", p.at_ms.max(1));
+            }
+            None => {
+                let _ = writeln!(out, "    not recovered :crit, 0, {}ms", end.max(1));
+            }
+        }
+        if let Some(o) = &r.write_outage {
+            let _ = writeln!(
+                out,
+                "    write outage :done, {}, {}ms",
+                o.from_ms.max(0),
+                o.duration_ms.max(1)
+            );
+        }
+        for p in &r.phases {
+            let _ = writeln!(out, "    {} :milestone, {}, 0ms", name(&p.name), p.at_ms);
+        }
+    }
+    out.push_str("```\n");
 }
 
 /// Which path freed the volume and the pod, per run: the kube-controller-manager counters
@@ -381,6 +435,34 @@ mod tests {
         // Two oos-taint runs, one cut off before the replacement: only one got there.
         assert!(md.contains("| 39.7s [1/2] |"), "{md}");
         assert!(md.contains("| 20.9s | 21.3s | 27.9s [1/2] |"), "{md}");
+    }
+
+    #[test]
+    fn gantt_has_one_section_per_variant_and_a_milestone_per_phase() {
+        let report = crate::report::fixtures::golden_report();
+        let md = render(&report);
+        let start = md.find("```mermaid\ngantt\n").expect("a gantt");
+        let block = &md[start..start + md[start..].find("\n```\n").unwrap()];
+        let exp = &report.experiments[0];
+        let mut variants: Vec<&str> = exp.runs.iter().map(|r| r.variant.as_str()).collect();
+        variants.dedup();
+        let first = exp.runs.iter().find(|r| r.variant == variants[0]).unwrap();
+        assert!(block.contains("dateFormat x"), "{block}");
+        for v in &variants {
+            assert!(
+                block.contains(&format!("    section {v}\n")),
+                "{v}: {block}"
+            );
+        }
+        for p in &first.phases {
+            assert!(
+                block.contains(&format!("    {} :milestone, {}, 0ms", p.name, p.at_ms)),
+                "{}: {block}",
+                p.name
+            );
+        }
+        // A variant that never recovered is drawn as a critical bar, not as a recovery.
+        assert!(block.contains("not recovered :crit, 0, "), "{block}");
     }
 
     #[test]

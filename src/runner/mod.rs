@@ -448,6 +448,12 @@ impl Steps {
                 ));
             }
         }
+        if self.run.fault.graceful && control.backend() != faults::Backend::Docker {
+            return Err(format!(
+                "a graceful node-shutdown is carried out only on kind nodes (docker backend), not through {}: power hooks power off hard",
+                control.backend().as_str()
+            ));
+        }
         control.check_node(&node).await.map_err(|e| e.to_string())?;
         let peers = if kind == FaultKind::NetworkPartition {
             peer_addresses(&self.client, &node).await?
@@ -485,6 +491,7 @@ impl Steps {
                     .unwrap_or(self.run.timeouts.recovery + LEASE_MARGIN),
             ),
             pod,
+            graceful: self.run.fault.graceful,
         };
         self.progress
             .step(&format!("inject: {} on {node}", kind.as_str()));

@@ -94,6 +94,16 @@ impl Checker<'_> {
                 ));
             }
         }
+        if fault.graceful && fault.kind != crate::spec::FaultKind::NodeShutdown {
+            return Err(self.fail(
+                &format!("{path}.graceful"),
+                format!(
+                    "fault `{}` has no graceful form: only a power-off can be clean or hard",
+                    fault.kind.as_str()
+                ),
+                "remove `graceful`, or write `kind: node-shutdown`",
+            ));
+        }
         let field = format!("{path}.target.nodeOf");
         let sts = statefulset_name(workload.kind);
         let pod = fault.target.node_of.as_str();

@@ -244,6 +244,11 @@ pub struct FaultSpec {
         with = "optional_duration"
     )]
     pub duration: Option<Duration>,
+    /// `node-shutdown` only: a clean `systemctl poweroff` inside the node (systemd-logind tells
+    /// the kubelet, whose graceful node shutdown terminates the pods first when
+    /// `shutdownGracePeriod` is set) instead of a hard power-off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub graceful: bool,
 }
 
 /// An optional [`duration`].

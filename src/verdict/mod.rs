@@ -483,6 +483,7 @@ pub(crate) mod tests {
                     node_of: "writer-0".into(),
                 },
                 duration: None,
+                graceful: false,
             },
             remediation,
             timeouts: Timeouts {
