@@ -212,3 +212,35 @@ fn the_summary_of_attaching_storage_shows_detach_attach_and_the_controller_count
         "{md}"
     );
 }
+
+/// The 6-minute path, recorded (scripts/slow-matrix): a force-deleted pod's replacement meets a
+/// Multi-Attach error, and the volume is detached only when the attach/detach controller's
+/// maxWaitForUnmount (6 minutes from the old pod's deletion) runs out — a forced detach with
+/// reason "timeout" — then attached to the replacement's node.
+#[test]
+fn the_six_minute_force_detach_is_recorded_with_its_reason() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
+    let slow = stored(&root.join("attach-detach-slow"));
+    let r = run(&slow, "attach-detach/force-delete-pod/1");
+    let at = |p: Phase| {
+        r.phases
+            .iter()
+            .find(|x| x.name == p.name())
+            .map(|x| x.at_ms)
+            .unwrap_or_else(|| panic!("{p} in {:?}", r.phases))
+    };
+    let deleted = at(Phase::OldPodDeleted);
+    assert!(at(Phase::MultiAttachError) < at(Phase::VolumeDetached));
+    let attach_after = at(Phase::VolumeAttached) - deleted;
+    assert!(
+        (360_000..=450_000).contains(&attach_after),
+        "attached {attach_after} ms after the old pod's deletion: the 6-minute force detach"
+    );
+    let counters = r.controller_counters.as_ref().unwrap();
+    assert!(
+        counters.iter().any(|c| c.series.contains("forced_detaches")
+            && c.series.contains("reason=\"timeout\"")),
+        "{counters:?}"
+    );
+    assert_eq!(r.verdict, nodedown::report::Verdict::Pass);
+}
