@@ -900,3 +900,135 @@ fn attaching_storage_detaches_with_the_taint_and_multi_attach_blocks_a_force_del
     assert!(at(fd, "volume-detached").is_none(), "{:?}", fd.phases);
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// Pod failures, the node fine: a StatefulSet's killed container is restarted in the same pod
+/// (a new incarnation), a Deployment's deleted pod is replaced under a new name; both recover
+/// by themselves with nothing lost.
+#[test]
+fn pod_faults_recover_by_themselves_under_a_statefulset_and_a_deployment() {
+    let _g = lock_cluster();
+    let (status, report, _dir) = run_experiment(
+        "experiments/pod-failure.yaml",
+        &["statefulset-container-kill", "deployment-pod-delete"],
+    );
+    let runs = &report.experiments[0].runs;
+    assert_eq!(status.code(), Some(0), "{runs:#?}");
+    let kill = runs
+        .iter()
+        .find(|r| r.variant == "statefulset-container-kill")
+        .unwrap();
+    assert!(kill.phases.iter().any(|p| p.name == "container-restarted"));
+    assert!(!kill.phases.iter().any(|p| p.name == "node-not-ready"));
+    let del = runs
+        .iter()
+        .find(|r| r.variant == "deployment-pod-delete")
+        .unwrap();
+    assert!(del.phases.iter().any(|p| p.name == "old-pod-deleted"));
+    for r in runs {
+        assert_eq!(
+            r.integrity.as_ref().map(|i| i.verdict),
+            Some(nodedown::report::Verdict::Pass),
+            "{}",
+            r.id
+        );
+    }
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}
+
+/// The same power-off, remediation none: a Deployment's ReplicaSet replaces the pod at once,
+/// and on storage that attaches the replacement is stuck on a Multi-Attach error.
+#[test]
+fn a_deployment_replaces_at_once_and_meets_the_multi_attach_error() {
+    let _g = lock_cluster();
+    let (status, report, _dir) = run_experiment(
+        "experiments/deployment-vs-statefulset.yaml",
+        &["deployment-attach"],
+    );
+    let run = &report.experiments[0].runs[0];
+    assert_eq!(status.code(), Some(0), "{run:#?}");
+    let at = |name: &str| run.phases.iter().find(|p| p.name == name).map(|p| p.at_ms);
+    let created = at("replacement-created").expect("a replacement");
+    assert!(at("multi-attach-error").unwrap() >= created);
+    assert!(at("replacement-running").is_none());
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}
+
+/// A clean poweroff with the kubelet's graceful node shutdown: the pod is terminated before the
+/// node goes, the StatefulSet replaces it, the volume detaches normally; no remediation needed.
+#[test]
+fn a_graceful_shutdown_recovers_by_itself() {
+    let _g = lock_cluster();
+    let (status, report, _dir) =
+        run_experiment("experiments/graceful-shutdown.yaml", &["graceful"]);
+    let run = &report.experiments[0].runs[0];
+    assert_eq!(status.code(), Some(0), "{run:#?}");
+    assert!(run.phases.iter().any(|p| p.name == "volume-detached"));
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}
+
+/// Remediation `external`: nodedown applies nothing; a separate process (kubectl, under its own
+/// field manager name) adds the out-of-service taint; nodedown names it and measures the
+/// recovery, and removes the taint at the heal.
+#[test]
+fn an_external_remediator_is_named_by_its_field_manager() {
+    let _g = lock_cluster();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("external.yaml");
+    std::fs::write(
+        &file,
+        "name: external\n\
+         workload: {kind: ledger, storageClass: nodedown-attach, size: 1Gi}\n\
+         fault: {kind: node-shutdown, target: {nodeOf: ledger-0}}\n\
+         remediation: {kind: external}\n\
+         timeouts: {recovery: 2m}\n\
+         expect: {recovered: true, integrity: pass, phases: {seen: [out-of-service-taint, volume-detached]}}\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("run");
+    let mut child = nodedown()
+        .args(["run"])
+        .arg(&file)
+        .args(["--cluster-name", &cluster_name(), "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    // The remediator: waits for a NotReady worker, then taints it under its own name.
+    let mut target = String::new();
+    wait_until(
+        Duration::from_secs(120),
+        || match unhealthy_nodes().first() {
+            Some(n) => {
+                target = n.clone();
+                true
+            }
+            None => false,
+        },
+        "a node NotReady",
+    );
+    let taint = Command::new("kubectl")
+        .args(["--context", &context(), "taint", "node", &target])
+        .arg("node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+        .arg("--field-manager=e2e-remediator")
+        .output()
+        .unwrap();
+    assert!(
+        taint.status.success(),
+        "{}",
+        String::from_utf8_lossy(&taint.stderr)
+    );
+    let status = child.wait().unwrap();
+    let text = std::fs::read_to_string(dir.join("results.json")).unwrap();
+    let report = nodedown::report::json::from_str(&text).unwrap();
+    let run = &report.experiments[0].runs[0];
+    assert_eq!(status.code(), Some(0), "{run:#?}");
+    assert_eq!(run.remediation, "external");
+    let detail = run.remediation_detail.as_deref().unwrap_or_default();
+    assert!(detail.contains("e2e-remediator"), "{detail}");
+    assert!(run.metrics.contains_key("time-to-remediation"));
+    assert!(
+        unhealthy_nodes().is_empty(),
+        "taint removed and node back after the run"
+    );
+}

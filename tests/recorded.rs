@@ -238,8 +238,9 @@ fn the_six_minute_force_detach_is_recorded_with_its_reason() {
     );
     let counters = r.controller_counters.as_ref().unwrap();
     assert!(
-        counters.iter().any(|c| c.series.contains("forced_detaches")
-            && c.series.contains("reason=\"timeout\"")),
+        counters.iter().any(
+            |c| c.series.contains("forced_detaches") && c.series.contains("reason=\"timeout\"")
+        ),
         "{counters:?}"
     );
     assert_eq!(r.verdict, nodedown::report::Verdict::Pass);

@@ -64,6 +64,7 @@ mod tests {
             repetition: 1,
             fault: "node-shutdown".into(),
             remediation: "none".into(),
+            remediation_detail: None,
             profile: None,
             started: None,
             duration_ms: 0,

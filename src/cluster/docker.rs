@@ -105,6 +105,36 @@ impl DockerNodes {
         }
     }
 
+    /// Sets the container's restart policy: `None` is "no" (a clean poweroff stays off), `Some(n)`
+    /// is kind's own `on-failure:n` (kind creates node containers with `on-failure:1`).
+    pub async fn set_restart_on_failure(
+        &self,
+        container: &str,
+        retries: Option<i64>,
+    ) -> Result<(), ClusterError> {
+        use bollard::models::{ContainerUpdateBody, RestartPolicy, RestartPolicyNameEnum};
+        let policy = match retries {
+            None => RestartPolicy {
+                name: Some(RestartPolicyNameEnum::NO),
+                maximum_retry_count: None,
+            },
+            Some(n) => RestartPolicy {
+                name: Some(RestartPolicyNameEnum::ON_FAILURE),
+                maximum_retry_count: Some(n),
+            },
+        };
+        self.docker
+            .update_container(
+                container,
+                ContainerUpdateBody {
+                    restart_policy: Some(policy),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        Ok(())
+    }
+
     pub async fn start(&self, container: &str) -> Result<(), ClusterError> {
         match self.docker.start_container(container, None).await {
             Ok(()) => Ok(()),

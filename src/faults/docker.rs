@@ -38,6 +38,9 @@ impl DockerNodeControl {
             // A clean power-off: systemd in the node shuts down (logind tells the kubelet, which
             // terminates pods within its shutdownGracePeriod), then the container exits.
             FaultKind::NodeShutdown if fault.graceful => {
+                // kind's `on-failure:1` would bring the node straight back (a poweroff inside a
+                // container exits non-zero): a poweroff must stay off until the heal.
+                self.docker.set_restart_on_failure(c, None).await?;
                 self.docker
                     .exec(c, &["systemctl", "poweroff"], None)
                     .await?;
@@ -125,7 +128,11 @@ impl DockerNodeControl {
     async fn heal_fault(&self, kind: FaultKind, node: &str) -> Result<(), NodeError> {
         let c = Self::container(node);
         match kind {
-            FaultKind::NodeShutdown => self.docker.start(c).await?,
+            FaultKind::NodeShutdown => {
+                // Back to kind's restart policy (a graceful poweroff turned it off).
+                self.docker.set_restart_on_failure(c, Some(1)).await?;
+                self.docker.start(c).await?
+            }
             FaultKind::NodeFreeze => self.docker.unpause(c).await?,
             FaultKind::KubeletStop => {
                 self.docker

@@ -34,6 +34,7 @@ pub fn diff_node(prev: Option<&NodeState>, node: &Node) -> (NodeState, Vec<Event
                 .collect()
         })
         .unwrap_or_default();
+    let by = taints_manager(node);
     let mut events = Vec::new();
     let empty = BTreeSet::new();
     let (prev_ready, prev_taints) = match prev {
@@ -56,6 +57,7 @@ pub fn diff_node(prev: Option<&NodeState>, node: &Node) -> (NodeState, Vec<Event
             key: key.clone(),
             effect: effect.clone(),
             added: true,
+            by: by.clone(),
         });
     }
     for (key, effect) in prev_taints.difference(&taints) {
@@ -64,6 +66,7 @@ pub fn diff_node(prev: Option<&NodeState>, node: &Node) -> (NodeState, Vec<Event
             key: key.clone(),
             effect: effect.clone(),
             added: false,
+            by: by.clone(),
         });
     }
     (
@@ -74,6 +77,29 @@ pub fn diff_node(prev: Option<&NodeState>, node: &Node) -> (NodeState, Vec<Event
         },
         events,
     )
+}
+
+/// The field manager that last wrote the Node's `spec.taints` (the newest managedFields entry
+/// owning it). Taints are an atomic list, so that manager set the whole list.
+pub fn taints_manager(node: &Node) -> Option<String> {
+    node.metadata
+        .managed_fields
+        .as_ref()?
+        .iter()
+        .filter(|m| {
+            m.fields_v1
+                .as_ref()
+                .and_then(|f| f.0.get("f:spec"))
+                .and_then(|spec| spec.get("f:taints"))
+                .is_some()
+        })
+        .max_by(|a, b| {
+            a.time
+                .as_ref()
+                .map(|t| t.0)
+                .cmp(&b.time.as_ref().map(|t| t.0))
+        })
+        .and_then(|m| m.manager.clone())
 }
 
 pub fn node_gone(prev: &NodeState) -> Option<EventKind> {
@@ -246,6 +272,21 @@ mod tests {
         // back to ready: Ready=True and the taint removed
         let (_, e4) = diff_node(Some(&s2), &node(READY_NODE));
         assert!(matches!(&e4[1], EventKind::NodeTaint { added: false, .. }));
+    }
+
+    /// Synthetic managedFields in the API's shape: the newest owner of `f:spec.f:taints` is who
+    /// changed the taints.
+    #[test]
+    fn the_taints_manager_is_the_newest_owner_of_the_taints() {
+        let n = node(
+            "metadata:\n  name: w1\n  managedFields:\n  - {manager: kube-controller-manager, operation: Update, time: '2026-12-03T10:00:00Z', fieldsType: FieldsV1, fieldsV1: {'f:spec': {'f:taints': {}}}}\n  - {manager: medik8s, operation: Update, time: '2026-12-03T10:00:05Z', fieldsType: FieldsV1, fieldsV1: {'f:spec': {'f:taints': {}}}}\n  - {manager: kubelet, operation: Update, time: '2026-12-03T10:00:09Z', fieldsType: FieldsV1, fieldsV1: {'f:status': {}}}\nspec:\n  taints:\n  - {key: node.kubernetes.io/out-of-service, effect: NoExecute}\n",
+        );
+        assert_eq!(taints_manager(&n).as_deref(), Some("medik8s"));
+        let (_, events) = diff_node(None, &n);
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, EventKind::NodeTaint { by: Some(b), .. } if b == "medik8s")));
+        assert_eq!(taints_manager(&node(READY_NODE)), None);
     }
 
     #[test]

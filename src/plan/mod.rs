@@ -138,12 +138,19 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
             RemediationSpec::DeleteVolumeattachment { .. } => format!(
                 "force-delete {target} (grace period 0), then delete the VolumeAttachments of its volumes on that node"
             ),
-            RemediationSpec::None => unreachable!("none has no delay"),
+            RemediationSpec::None | RemediationSpec::External => {
+                unreachable!("none and external have no delay")
+            }
         };
         out.push(format!(
             "remediate: {} after the node is NotReady: {what}",
             fmt_duration(after)
         ));
+    } else if run.remediation == RemediationSpec::External {
+        out.push(
+            "remediate: nothing; watch for a remediator that is not nodedown (an out-of-service taint, a deleted pod, Node or VolumeAttachment) and name who acted"
+                .to_string(),
+        );
     } else {
         out.push("remediate: nothing (observe only)".to_string());
     }

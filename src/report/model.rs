@@ -58,6 +58,10 @@ pub struct RunResult {
     pub repetition: u32,
     pub fault: String,
     pub remediation: String,
+    /// What the remediation did, as recorded when it was applied (for `external`: what the
+    /// remediator did, and which field manager, where the API names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation_detail: Option<String>,
     /// The kind config file (profile) the cluster was made from, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,

@@ -573,6 +573,9 @@ impl Steps {
         steady: &Steady,
         fault: &Injected,
     ) -> Result<(), String> {
+        if self.run.remediation == RemediationSpec::External {
+            return self.observe_external(watch, fault).await;
+        }
         let Some(after) = self.run.remediation.after() else {
             return Ok(());
         };
@@ -598,6 +601,65 @@ impl Steps {
             .await
     }
 
+    /// Remediation `external`: nodedown acts not; it waits for the first thing a remediator does
+    /// (out-of-service taint on the node, old pod deleted, Node deleted, volume detached) and
+    /// records it as the remediation, naming who did it where the API says so. A taint it did
+    /// not add is journaled for removal at the heal, so the cluster is left whole either way.
+    async fn observe_external(&self, watch: &mut Watch, fault: &Injected) -> Result<(), String> {
+        let node = fault.node.clone();
+        self.progress
+            .step("remediate: external (waiting for a remediator that is not nodedown)");
+        let acted = [
+            Phase::OutOfServiceTaint,
+            Phase::OldPodDeleted,
+            Phase::NodeDeleted,
+            Phase::VolumeDetached,
+        ];
+        if !watch
+            .until(fault.recovery_deadline, |t| acted.iter().any(|p| t.has(*p)))
+            .await
+        {
+            self.note("no remediator acted within the recovery timeout".into());
+            return Ok(());
+        }
+        let tl = watch.tracker.timeline();
+        let first = acted
+            .iter()
+            .filter_map(|p| tl.phase(*p))
+            .min_by_key(|p| p.at_ms)
+            .map(|p| p.phase)
+            .expect("one happened");
+        let detail = match first {
+            Phase::OutOfServiceTaint => {
+                self.journal
+                    .record(Undo::RemoveTaint {
+                        node: node.clone(),
+                        key: OUT_OF_SERVICE_KEY.into(),
+                    })
+                    .map_err(|e| format!("journal: {e}"))?;
+                match &tl.out_of_service_by {
+                    Some(by) => format!("{OUT_OF_SERVICE_KEY} added to {node} by field manager {by}"),
+                    None => format!(
+                        "{OUT_OF_SERVICE_KEY} added to {node} (its field manager is not in the Node's managedFields)"
+                    ),
+                }
+            }
+            Phase::OldPodDeleted => {
+                "the old pod was deleted (the API does not say by whom: no field manager on a deletion)".to_string()
+            }
+            Phase::NodeDeleted => format!("Node {node} was deleted (the API does not say by whom)"),
+            _ => format!(
+                "the volume's VolumeAttachment on {node} was detached or deleted (the API does not say by whom)"
+            ),
+        };
+        self.recorder.record(EventKind::RemediationApplied {
+            remediation: "external".into(),
+            node,
+            detail,
+        });
+        Ok(())
+    }
+
     async fn apply_remediation(&self, ns: &str, pod: &str, fault: &Injected) -> Result<(), String> {
         let node = fault.node.as_str();
         let remediation = &self.run.remediation;
@@ -609,7 +671,7 @@ impl Steps {
                 .map_err(|e| e.to_string())
         };
         let detail = match remediation {
-            RemediationSpec::None => return Ok(()),
+            RemediationSpec::None | RemediationSpec::External => return Ok(()),
             RemediationSpec::OutOfServiceTaint { fence, .. } => {
                 if *fence {
                     // Make sure the node is really off before telling the cluster it is: through

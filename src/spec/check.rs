@@ -216,7 +216,12 @@ impl Checker<'_> {
         run: &VariantSpec<'_>,
         remediation_path: &str,
     ) -> Result<(), SpecError> {
-        if run.fault.kind.is_pod_fault() && *run.remediation != RemediationSpec::None {
+        if run.fault.kind.is_pod_fault()
+            && !matches!(
+                run.remediation,
+                RemediationSpec::None | RemediationSpec::External
+            )
+        {
             let field = if self
                 .tree
                 .find(&format!("{remediation_path}.kind"))
@@ -246,6 +251,14 @@ impl Checker<'_> {
             self.tree.find(&field).map(|_| field)
         };
         let (field, problem, hint) = match remediation {
+            RemediationSpec::External => match (written("after"), written("fence")) {
+                (Some(field), _) | (None, Some(field)) => (
+                    field,
+                    "remediation `external` is done by someone else: nodedown applies nothing, so it has no delay or fence",
+                    "remove the field; the remediator you run decides when and how it acts",
+                ),
+                (None, None) => return Ok(()),
+            },
             RemediationSpec::None => match (written("after"), written("fence")) {
                 (Some(after), _) => (
                     after,

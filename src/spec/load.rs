@@ -890,7 +890,7 @@ mod tests {
         let e = err(&with("remediation: {kind: force-delete}\n"));
         assert_eq!(e.field(), Some("remediation.kind"));
         assert!(
-            e.to_string().contains("accepted values: `none`, `out-of-service-taint`, `force-delete-pod`, `delete-node`"),
+            e.to_string().contains("accepted values: `none`, `external`, `out-of-service-taint`, `force-delete-pod`, `delete-node`, `delete-volumeattachment`"),
             "{e}"
         );
     }

@@ -326,6 +326,11 @@ pub struct Target {
 pub enum RemediationSpec {
     #[default]
     None,
+    /// nodedown does nothing and watches for a remediator that is not nodedown (medik8s, a
+    /// cloud controller, a vendor's pod monitor, a person): the first out-of-service taint on
+    /// the node, deletion of the old pod, of the Node or of its VolumeAttachment counts as the
+    /// remediation, attributed to the field manager that made it where the API says so.
+    External,
     /// Add `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`, `after` the node is
     /// seen NotReady; with `fence`, make sure the node is powered off first.
     #[serde(rename_all = "camelCase")]
@@ -360,6 +365,7 @@ impl RemediationSpec {
     pub fn name(&self) -> &'static str {
         match self {
             RemediationSpec::None => "none",
+            RemediationSpec::External => "external",
             RemediationSpec::OutOfServiceTaint { .. } => "out-of-service-taint",
             RemediationSpec::ForceDeletePod { .. } => "force-delete-pod",
             RemediationSpec::DeleteNode { .. } => "delete-node",
@@ -369,7 +375,7 @@ impl RemediationSpec {
     /// The delay after NotReady, when there is an action at all.
     pub fn after(&self) -> Option<Duration> {
         match self {
-            RemediationSpec::None => None,
+            RemediationSpec::None | RemediationSpec::External => None,
             RemediationSpec::OutOfServiceTaint { after, .. }
             | RemediationSpec::ForceDeletePod { after }
             | RemediationSpec::DeleteNode { after }
@@ -393,6 +399,7 @@ struct RawRemediation {
 #[serde(rename_all = "kebab-case")]
 enum RemediationKind {
     None,
+    External,
     OutOfServiceTaint,
     ForceDeletePod,
     DeleteNode,
@@ -404,6 +411,7 @@ impl From<RawRemediation> for RemediationSpec {
         let after = raw.after.map(|d| d.0).unwrap_or_default();
         match raw.kind {
             RemediationKind::None => RemediationSpec::None,
+            RemediationKind::External => RemediationSpec::External,
             RemediationKind::OutOfServiceTaint => RemediationSpec::OutOfServiceTaint {
                 after,
                 fence: raw.fence.unwrap_or(false),

@@ -159,6 +159,10 @@ pub enum EventKind {
         key: String,
         effect: String,
         added: bool,
+        /// The field manager that owns the Node's taints after the change (from
+        /// `metadata.managedFields`): who added or removed it, where the API says so.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     /// A Node object was seen for the first time / again.
     NodeAdded { node: String },

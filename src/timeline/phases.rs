@@ -255,6 +255,8 @@ pub struct Timeline {
     pub replacement_uid: Option<String>,
     /// The remediation of the first `remediation-applied` event in the failover window.
     pub remediation: Option<String>,
+    /// What that remediation did, as recorded (for `external`: what the remediator did and who).
+    pub remediation_detail: Option<String>,
     /// Phases that happened, in time order (ties in the order of [`Phase::ALL`]).
     pub phases: Vec<PhaseAt>,
     /// How long after the fault the failover was observed: until the failover window closed
@@ -266,6 +268,9 @@ pub struct Timeline {
     pub facts: Option<ClusterFacts>,
     /// The node-control backend that applied the fault.
     pub backend: Option<String>,
+    /// The field manager that put the out-of-service taint on the target node (first seen),
+    /// when the API names it.
+    pub out_of_service_by: Option<String>,
     /// kube-controller-manager's forced-detach and PodGC counters before the fault and after
     /// recovery (the `controller-counters` events), when they could be read.
     pub counters_before: Option<BTreeMap<String, u64>>,
@@ -605,17 +610,26 @@ impl Tracker {
                 node,
                 key,
                 added: true,
+                by,
                 ..
             } if on_target(node) => {
                 if key == UNREACHABLE_TAINT {
                     hit.push(Phase::UnreachableTaint);
                 } else if key == OUT_OF_SERVICE_TAINT {
                     hit.push(Phase::OutOfServiceTaint);
+                    if self.tl.out_of_service_by.is_none() {
+                        self.tl.out_of_service_by = by.clone();
+                    }
                 }
             }
-            EventKind::RemediationApplied { remediation, .. } => {
+            EventKind::RemediationApplied {
+                remediation,
+                detail,
+                ..
+            } => {
                 if self.tl.remediation.is_none() {
                     self.tl.remediation = Some(remediation.clone());
+                    self.tl.remediation_detail = Some(detail.clone());
                 }
                 if remediation == "out-of-service-taint" {
                     hit.push(Phase::OutOfServiceTaint);
@@ -1280,6 +1294,7 @@ pub(crate) mod tests {
                     key: OUT_OF_SERVICE_TAINT.into(),
                     effect: "NoExecute".into(),
                     added: true,
+                    by: None,
                 },
             ),
             ev(
@@ -1289,6 +1304,7 @@ pub(crate) mod tests {
                     key: UNREACHABLE_TAINT.into(),
                     effect: "NoExecute".into(),
                     added: true,
+                    by: None,
                 },
             ),
             ev(
