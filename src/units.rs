@@ -102,9 +102,32 @@ pub fn spread(values: &[u64]) -> Option<Spread> {
     })
 }
 
+/// An estimate of the time left after `done` of `total` runs took `elapsed` (their mean per
+/// run, times the runs left, rounded to whole seconds); `None` before the first run ends.
+pub fn eta(elapsed: std::time::Duration, done: usize, total: usize) -> Option<std::time::Duration> {
+    if done == 0 || done >= total {
+        return None;
+    }
+    let per_run = elapsed.as_secs_f64() / done as f64;
+    Some(std::time::Duration::from_secs(
+        (per_run * (total - done) as f64).round() as u64,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eta_is_the_mean_run_times_the_runs_left() {
+        use std::time::Duration;
+        assert_eq!(eta(Duration::from_secs(100), 0, 4), None);
+        assert_eq!(
+            eta(Duration::from_secs(100), 2, 5),
+            Some(Duration::from_secs(150))
+        );
+        assert_eq!(eta(Duration::from_secs(100), 5, 5), None);
+    }
 
     #[test]
     fn fmt_ms_for_humans() {

@@ -68,6 +68,7 @@ mod tests {
             profile: None,
             started: None,
             duration_ms: 0,
+            stages_ms: vec![],
             target_node: None,
             replacement_node: None,
             time_zero: None,

@@ -301,12 +301,21 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     };
     let mut interrupted = false;
     let total = runs.len();
+    let runs_start = std::time::Instant::now();
     for (i, planned) in runs.iter().enumerate() {
         let mut planned = planned.clone();
         if planned.cluster.config.is_none() {
             planned.cluster.config = env.session.profile.clone().map(PathBuf::from);
         }
-        progress.set_run(&format!("[{}/{}] {}", i + 1, total, planned.id));
+        progress.set_run(&format!(
+            "[{}/{}{}] {}",
+            i + 1,
+            total,
+            crate::units::eta(runs_start.elapsed(), i, total)
+                .map(|left| format!(", ~{} left", crate::units::fmt_duration(left)))
+                .unwrap_or_default(),
+            planned.id
+        ));
         match runner::run_one(&env, &settings, &planned, &out.join(&planned.id), &progress).await {
             Ok(_) => {}
             Err(RunnerError::Interrupted(signal)) => {

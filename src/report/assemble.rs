@@ -3,7 +3,7 @@
 
 use super::{
     CounterChangeResult, Environment, ExperimentResult, IntegrityResult, PhaseResult, Report,
-    RunResult, TimeZeroResult, VariantSummary, WriteOutage, SCHEMA_VERSION,
+    RunResult, StageTime, TimeZeroResult, VariantSummary, WriteOutage, SCHEMA_VERSION,
 };
 use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
@@ -110,6 +110,14 @@ pub fn run_result_with(
         profile: run.cluster.config.as_ref().map(|p| p.display().to_string()),
         started: events.first().map(|e| e.wall.clone()),
         duration_ms,
+        stages_ms: timeline
+            .stages
+            .iter()
+            .map(|(stage, ms)| StageTime {
+                stage: stage.clone(),
+                ms: *ms,
+            })
+            .collect(),
         target_node: timeline.target_node.clone(),
         replacement_node: timeline.replacement_node.clone(),
         time_zero: timeline.time_zero.map(|z| TimeZeroResult {

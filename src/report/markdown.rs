@@ -184,6 +184,9 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
     if let Some(env) = exp.runs.iter().find_map(|r| r.environment.as_ref()) {
         let _ = writeln!(out, "{}\n", line(&environment_line(env)));
     }
+    if let Some(line) = wall_time(&exp.runs) {
+        let _ = writeln!(out, "{line}\n");
+    }
     let mut header = "| variant | remediation | verdict |".to_string();
     let mut rule = "|---|---|---|".to_string();
     for m in COLUMNS {
@@ -260,6 +263,43 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
             out.push('\n');
         }
     }
+}
+
+/// Where the runs' wall time went: the sum of each harness stage over the runs that recorded
+/// stages (`None` when none did, e.g. runs recorded before stages were).
+fn wall_time(runs: &[RunResult]) -> Option<String> {
+    let timed: Vec<&RunResult> = runs.iter().filter(|r| !r.stages_ms.is_empty()).collect();
+    if timed.is_empty() {
+        return None;
+    }
+    let mut order: Vec<&str> = Vec::new();
+    let mut sums: std::collections::BTreeMap<&str, u64> = Default::default();
+    for r in &timed {
+        for s in &r.stages_ms {
+            if !order.contains(&s.stage.as_str()) {
+                order.push(&s.stage);
+            }
+            *sums.entry(&s.stage).or_default() += s.ms;
+        }
+    }
+    let total: u64 = timed.iter().map(|r| r.duration_ms).sum();
+    let parts: Vec<String> = order
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                s,
+                crate::units::fmt_duration(std::time::Duration::from_millis(sums[s]))
+            )
+        })
+        .collect();
+    Some(format!(
+        "Wall time: {} {}, {} in all — {}",
+        timed.len(),
+        if timed.len() == 1 { "run" } else { "runs" },
+        crate::units::fmt_duration(std::time::Duration::from_millis(total)),
+        parts.join(" · ")
+    ))
 }
 
 /// A Mermaid `gantt` of the experiment (GitHub renders it): one section per variant, drawn

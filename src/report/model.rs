@@ -70,6 +70,10 @@ pub struct RunResult {
     pub started: Option<String>,
     /// Milliseconds from the first to the last event.
     pub duration_ms: u64,
+    /// Where that wall time went, per stage of the harness in the order they ran (`setup`,
+    /// `steady-state`, `fault`: inject to recovery, `collect`, `heal`), in ms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages_ms: Vec<StageTime>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_node: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -105,6 +109,14 @@ pub struct RunResult {
     /// and PodGC's force deletes. Absent when they could not be read both times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller_counters: Option<Vec<CounterChangeResult>>,
+}
+
+/// The wall time of one stage of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StageTime {
+    pub stage: String,
+    pub ms: u64,
 }
 
 /// One kube-controller-manager counter series that changed during a run.

@@ -133,6 +133,9 @@ pub async fn run_one(
         signal = shutdown_signal() => { abort.abort(); Err(signal) }
     };
     // Heal whatever is pending, whatever happened; the watchers keep recording meanwhile.
+    recorder.record(EventKind::Stage {
+        stage: "heal".into(),
+    });
     progress.step("healing: nodes back, taints removed, run objects deleted");
     let (_, heal_errors) = healer(env, run.timeouts.heal)
         .heal_all(&journal, Some(&recorder))
@@ -242,9 +245,12 @@ impl Watch {
 impl Steps {
     /// The run, as the experiment reads.
     async fn execute(&self) -> Result<(), String> {
+        self.stage("setup");
         self.preflight().await?;
         let (workload, mut watch, acks) = self.setup().await?;
+        self.stage("steady-state");
         let steady = self.steady_state(&mut watch, &workload).await?;
+        self.stage("fault");
         let mut fault = self.inject(&steady).await?;
         self.remediate(&mut watch, &workload, &steady, &fault)
             .await?;
@@ -259,9 +265,16 @@ impl Steps {
                 .await;
         }
         if let Some(acks) = acks {
+            self.stage("collect");
             self.collect_ledger(&workload, &watch, &steady, acks).await;
         }
         Ok(())
+    }
+
+    fn stage(&self, stage: &str) {
+        self.recorder.record(EventKind::Stage {
+            stage: stage.into(),
+        });
     }
 
     /// Records kube-controller-manager's counters (which path freed the volume and the pod);
@@ -381,8 +394,15 @@ impl Steps {
         let target = self.run.fault.target.node_of.as_str();
         // A StatefulSet's target pod by name; a Deployment's one pod, whatever its name.
         let by_name = workload.target_pod(target);
+        let who = match by_name {
+            Some(name) => name.to_string(),
+            None => format!(
+                "the pod of Deployment {}",
+                crate::workload::app_name(self.run.workload.kind)
+            ),
+        };
         self.progress.step(&format!(
-            "steady state: waiting for {target} Running and Ready"
+            "steady state: waiting for {who} Running and Ready"
         ));
         let deadline = Instant::now() + self.run.timeouts.steady_state;
         if !watch
@@ -390,7 +410,7 @@ impl Steps {
             .await
         {
             return Err(format!(
-                "{target} not Running and Ready within the steady-state timeout ({})",
+                "{who} not Running and Ready within the steady-state timeout ({})",
                 fmt_duration(self.run.timeouts.steady_state)
             ));
         }

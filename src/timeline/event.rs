@@ -246,6 +246,9 @@ pub enum EventKind {
         source: String,
         counters: std::collections::BTreeMap<String, u64>,
     },
+    /// The harness began a stage of the run: `setup`, `steady-state`, `fault` (inject,
+    /// remediate, recover), `collect` (the ledger), `heal`. Where a run's wall time went.
+    Stage { stage: String },
     /// Free-form note from the harness (e.g. a step it took).
     Note { message: String },
     /// The run's observation ended (last line of a complete events.jsonl).

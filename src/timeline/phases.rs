@@ -268,6 +268,9 @@ pub struct Timeline {
     pub facts: Option<ClusterFacts>,
     /// The node-control backend that applied the fault.
     pub backend: Option<String>,
+    /// Wall time per stage of the harness (`stage` events), in ms: each stage lasts until the
+    /// next one begins or the run finishes. In the order they ran.
+    pub stages: Vec<(String, u64)>,
     /// The field manager that put the out-of-service taint on the target node (first seen),
     /// when the API names it.
     pub out_of_service_by: Option<String>,
@@ -370,6 +373,8 @@ pub struct Tracker {
     old_started: Option<String>,
     closed: bool,
     last_at: u64,
+    /// The open stage: its name and start.
+    stage: Option<(String, u64)>,
 }
 
 impl Tracker {
@@ -484,6 +489,17 @@ impl Tracker {
             }
             EventKind::NodeDeleted { node } => {
                 self.nodes.remove(node);
+            }
+            EventKind::Stage { stage } => {
+                if let Some((name, from)) = self.stage.take() {
+                    self.tl.stages.push((name, e.at_ms.saturating_sub(from)));
+                }
+                self.stage = Some((stage.clone(), e.at_ms));
+            }
+            EventKind::RunFinished { .. } => {
+                if let Some((name, from)) = self.stage.take() {
+                    self.tl.stages.push((name, e.at_ms.saturating_sub(from)));
+                }
             }
             EventKind::ControllerCounters {
                 stage, counters, ..
@@ -964,6 +980,32 @@ pub(crate) mod tests {
         assert_eq!(names(&tl), vec![("fault-injected", 0)]);
         assert!(!tl.recovered());
         assert_eq!(tl.observed_ms, Some(50));
+    }
+
+    /// Synthetic: stage events as the runner records them; each stage lasts until the next.
+    #[test]
+    fn stages_last_until_the_next_one_or_the_end_of_the_run() {
+        let st = |at, s: &str| ev(at, EventKind::Stage { stage: s.into() });
+        let events = vec![
+            st(0, "setup"),
+            st(1500, "steady-state"),
+            st(9000, "fault"),
+            st(40_000, "collect"),
+            st(43_000, "heal"),
+            ev(55_000, EventKind::RunFinished { error: None }),
+        ];
+        let tl = analyze(&events);
+        let got: Vec<(&str, u64)> = tl.stages.iter().map(|(s, ms)| (s.as_str(), *ms)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("setup", 1500),
+                ("steady-state", 7500),
+                ("fault", 31_000),
+                ("collect", 3000),
+                ("heal", 12_000)
+            ]
+        );
     }
 
     /// Synthetic (the shape of a container kill as the kubelet reports it): the same pod uid,
