@@ -4,6 +4,78 @@
 
 use std::process::Command;
 
+/// Nothing the browser resolves leaves this machine (its own update checks included).
+const NO_NETWORK: &str = "--host-resolver-rules=MAP * ~NOTFOUND";
+
+/// The URLs a page itself asked for (not the browser's own background requests), from
+/// chromium's net log: requests whose network isolation key is the page's file:// origin.
+fn page_requests(html: &std::path::Path) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("net.json");
+    let out = Command::new(chromium())
+        .args(["--headless", "--no-sandbox", "--disable-gpu", NO_NETWORK])
+        .arg(format!("--log-net-log={}", log.display()))
+        .args(["--virtual-time-budget=5000", "--dump-dom"])
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap_or_else(|e| panic!("chromium ({e}); run scripts/test to install it"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let net: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&log).expect("a net log")).unwrap();
+    let start_job = net["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+        .as_i64()
+        .expect("URL_REQUEST_START_JOB in the net log's constants");
+    net["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"].as_i64() == Some(start_job))
+        .filter(|e| {
+            e["params"]["network_isolation_key"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("file://"))
+        })
+        .filter_map(|e| e["params"]["url"].as_str().map(String::from))
+        .filter(|u| !u.starts_with("file:") && !u.starts_with("data:"))
+        .collect()
+}
+
+/// report.html is self-contained: loading it in a browser makes no request beyond the file
+/// itself. The same check on a page with one remote image finds that image (so it can fail).
+#[test]
+fn report_html_makes_no_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "report",
+            "--format",
+            "html",
+            "tests/fixtures/runs/attach-detach",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    std::fs::write(&html, &out.stdout).unwrap();
+    assert_eq!(page_requests(&html), Vec::<String>::new());
+
+    let bad = dir.path().join("bad.html");
+    std::fs::write(
+        &bad,
+        "<html><body><img src=\"http://192.0.2.1/x.png\"></body></html>",
+    )
+    .unwrap();
+    assert_eq!(
+        page_requests(&bad),
+        vec!["http://192.0.2.1/x.png".to_string()]
+    );
+}
+
 fn chromium() -> String {
     std::env::var("NODEDOWN_CHROMIUM").unwrap_or_else(|_| "chromium".into())
 }
@@ -31,6 +103,7 @@ fn report_html_renders_in_headless_chromium() {
         "--disable-gpu",
         "--enable-logging=stderr",
         "--v=0",
+        NO_NETWORK,
     ];
 
     let dom = Command::new(chromium())
@@ -115,6 +188,7 @@ fn summary_gantt_renders_with_mermaid_in_headless_chromium() {
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            NO_NETWORK,
             "--allow-file-access-from-files",
             "--virtual-time-budget=10000",
             "--dump-dom",
