@@ -79,7 +79,9 @@ pub fn percentile(values: &[u64], p: u32) -> Option<u64> {
 }
 
 /// How a measurement spread over repetitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Spread {
     /// How many runs measured it.

@@ -7,6 +7,7 @@ pub mod exit;
 mod image;
 mod report;
 pub mod run;
+pub mod schema;
 mod validate;
 
 pub use exit::{
@@ -46,6 +47,8 @@ pub enum Command {
     Compare(compare::CompareArgs),
     /// The workload image, for clusters nodedown cannot load it into itself.
     Image(image::ImageArgs),
+    /// Print the JSON Schema of experiment files or of results.json.
+    Schema(schema::SchemaArgs),
     /// The built-in integrity workload (runs inside the workload container): appends
     /// checksummed, numbered, fsynced records to DIR/ledger.bin and serves its status on PORT.
     #[command(hide = true)]
@@ -93,6 +96,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Report(args) => report::report(args),
         Command::Image(args) => image::image(args),
         Command::Compare(args) => compare::compare(args),
+        Command::Schema(args) => schema::print(args),
         Command::Ledger(args) => {
             let or = |v: &str, d: String| if v.is_empty() { d } else { v.to_string() };
             let mut opts = crate::workload::ledger::LedgerOptions::new(

@@ -9,7 +9,7 @@ pub use crate::verdict::{ExpectationResult, Verdict};
 
 pub const SCHEMA_VERSION: u32 = 2;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub schema_version: u32,
@@ -18,7 +18,7 @@ pub struct Report {
     pub experiments: Vec<ExperimentResult>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExperimentResult {
     pub name: String,
@@ -30,7 +30,7 @@ pub struct ExperimentResult {
 }
 
 /// A variant over its repetitions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VariantSummary {
     pub variant: String,
@@ -49,7 +49,7 @@ pub struct VariantSummary {
     pub integrity: BTreeMap<String, usize>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {
     /// `<experiment>/<variant>/<repetition>`.
@@ -112,7 +112,7 @@ pub struct RunResult {
 }
 
 /// The wall time of one stage of a run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StageTime {
     pub stage: String,
@@ -120,7 +120,7 @@ pub struct StageTime {
 }
 
 /// One kube-controller-manager counter series that changed during a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CounterChangeResult {
     /// `name{labels}` as the controller-manager writes it.
@@ -132,7 +132,7 @@ pub struct CounterChangeResult {
 }
 
 /// Where a run happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Environment {
     /// The API server's version.
@@ -156,7 +156,7 @@ pub struct Environment {
 }
 
 /// What the integrity checker concluded about a run's ledger.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IntegrityResult {
     pub verdict: Verdict,
@@ -172,7 +172,7 @@ pub struct IntegrityResult {
     pub evidence: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PhaseResult {
     pub name: String,
@@ -185,7 +185,7 @@ pub struct PhaseResult {
 }
 
 /// Time zero of a run: the instant the fault took effect, and what it was taken from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TimeZeroResult {
     /// `runtime-die-event`, `command-returned` or `request-returned`.
@@ -200,7 +200,7 @@ pub struct TimeZeroResult {
 
 /// The write outage: from the last write acknowledged before the fault to the first new write
 /// acknowledged after it, on the harness's clock.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WriteOutage {
     /// Its length.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// One experiment file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Experiment {
     /// Name used in reports and run directories: lowercase letters, digits and `-`.
@@ -83,7 +83,7 @@ impl Experiment {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ClusterSpec {
     #[serde(default)]
@@ -115,7 +115,9 @@ impl Default for ClusterSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Provider {
     #[default]
@@ -124,7 +126,7 @@ pub enum Provider {
     Existing,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct WorkloadSpec {
     pub kind: WorkloadKind,
@@ -153,7 +155,9 @@ pub struct WorkloadSpec {
 }
 
 /// The workload controller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum Controller {
     #[default]
     StatefulSet,
@@ -173,7 +177,7 @@ impl Controller {
 }
 
 /// A Deployment's `strategy.type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum DeploymentStrategy {
     RollingUpdate,
     Recreate,
@@ -189,7 +193,9 @@ impl DeploymentStrategy {
 }
 
 /// A PersistentVolumeClaim access mode, written as Kubernetes writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum AccessMode {
     /// One node may mount it (any number of its pods).
     #[default]
@@ -220,7 +226,7 @@ fn default_size() -> String {
     "1Gi".to_string()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WorkloadKind {
     /// A simple writer: appends a line with a counter to its volume every 200 ms.
@@ -230,7 +236,7 @@ pub enum WorkloadKind {
     Ledger,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FaultSpec {
     pub kind: FaultKind,
@@ -243,6 +249,7 @@ pub struct FaultSpec {
         skip_serializing_if = "Option::is_none",
         with = "optional_duration"
     )]
+    #[schemars(with = "Option<DurationText>")]
     pub duration: Option<Duration>,
     /// `node-shutdown` only: a clean `systemctl poweroff` inside the node (systemd-logind tells
     /// the kubelet, whose graceful node shutdown terminates the pods first when
@@ -268,7 +275,7 @@ mod optional_duration {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultKind {
     /// Power off: the node container is killed.
@@ -308,7 +315,7 @@ impl FaultKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Target {
     /// The node running this pod of the workload (e.g. `writer-0`).
@@ -384,18 +391,41 @@ impl RemediationSpec {
     }
 }
 
+/// A duration as experiment files write it: a whole number and a unit, units in descending
+/// order, e.g. `30s`, `5m`, `1m30s` (for the schema; read by [`duration`]).
+#[derive(schemars::JsonSchema)]
+#[schemars(
+    transparent,
+    description = "A duration: a whole number and a unit (h, m, s, ms), units in descending order, e.g. 30s, 5m, 1m30s"
+)]
+pub struct DurationText(
+    #[schemars(regex(pattern = r"^([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?$"))] pub String,
+);
+
+impl schemars::JsonSchema for RemediationSpec {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RemediationSpec".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // As written: one flat mapping (see RawRemediation); which fields apply to which kind
+        // is checked by the loader.
+        <RawRemediation as schemars::JsonSchema>::json_schema(generator)
+    }
+}
+
 /// The remediation as written: one flat mapping.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawRemediation {
     kind: RemediationKind,
     #[serde(default)]
+    #[schemars(with = "Option<DurationText>")]
     after: Option<UserDuration>,
     #[serde(default)]
     fence: Option<bool>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 enum RemediationKind {
     None,
@@ -541,17 +571,20 @@ pub mod duration {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Timeouts {
     /// Workload Running and Ready before the fault.
     #[serde(default = "default_steady", with = "duration")]
+    #[schemars(with = "DurationText")]
     pub steady_state: Duration,
     /// From the fault until the replacement pod is Ready; then the run stops observing.
     #[serde(default = "default_recovery", with = "duration")]
+    #[schemars(with = "DurationText")]
     pub recovery: Duration,
     /// Healing: node back and Ready.
     #[serde(default = "default_heal", with = "duration")]
+    #[schemars(with = "DurationText")]
     pub heal: Duration,
 }
 
@@ -576,7 +609,7 @@ impl Default for Timeouts {
 }
 
 /// What must be true of a run. Each field set is one checked expectation.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Expectations {
     /// Whether the workload pod runs and is Ready again within `timeouts.recovery`.
@@ -600,7 +633,7 @@ pub struct Expectations {
 }
 
 /// `expect.phases`: which phases a run must show, and which it must not.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PhaseExpectation {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -610,7 +643,7 @@ pub struct PhaseExpectation {
 }
 
 /// What the integrity checker must conclude.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum IntegrityExpectation {
     /// No acknowledged write lost, no corruption, no second writer.
@@ -634,14 +667,15 @@ impl IntegrityExpectation {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Bound {
     #[serde(with = "duration")]
+    #[schemars(with = "DurationText")]
     pub max: Duration,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Variant {
     pub name: String,

@@ -60,7 +60,7 @@ pub enum Resource {
 }
 
 /// One node as its kubelet describes itself (`status.nodeInfo`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeInfo {
     pub name: String,

@@ -15,7 +15,7 @@ use std::time::Duration;
 pub use crate::outcome::Verdict;
 
 /// One expectation of a run, checked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpectationResult {
     /// e.g. `recovered`, `timeToRunning`.
