@@ -953,8 +953,8 @@ fn a_deployment_replaces_at_once_and_meets_the_multi_attach_error() {
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 
-/// A clean poweroff with the kubelet's graceful node shutdown: the pod is terminated before the
-/// node goes, the StatefulSet replaces it, the volume detaches normally; no remediation needed.
+/// A clean poweroff with the kubelet's graceful node shutdown: the pod is ended by the kubelet
+/// before the node goes, the StatefulSet replaces it; no remediation needed (shared storage).
 #[test]
 fn a_graceful_shutdown_recovers_by_itself() {
     let _g = lock_cluster();
@@ -962,7 +962,28 @@ fn a_graceful_shutdown_recovers_by_itself() {
         run_experiment("experiments/graceful-shutdown.yaml", &["graceful"]);
     let run = &report.experiments[0].runs[0];
     assert_eq!(status.code(), Some(0), "{run:#?}");
-    assert!(run.phases.iter().any(|p| p.name == "volume-detached"));
+    assert!(run.phases.iter().any(|p| p.name == "old-pod-deleted"));
+    assert!(
+        run.phases
+            .iter()
+            .any(|p| p.name == "pod-shut-down-by-kubelet"),
+        "the kubelet's shutdown manager ended the pod: {:?}",
+        run.phases
+    );
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}
+
+/// ReadWriteMany under a power-off with the pod force-deleted: the volume attaches to a second
+/// node while the first still holds it, and the replacement runs at once.
+#[test]
+fn read_write_many_attaches_to_a_second_node_at_once() {
+    let _g = lock_cluster();
+    let (status, report, _dir) =
+        run_experiment("experiments/access-modes.yaml", &["read-write-many"]);
+    let run = &report.experiments[0].runs[0];
+    assert_eq!(status.code(), Some(0), "{run:#?}");
+    assert!(!run.phases.iter().any(|p| p.name == "multi-attach-error"));
+    assert!(run.metrics.contains_key("time-to-attach"));
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 

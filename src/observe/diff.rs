@@ -117,6 +117,7 @@ pub struct PodState {
     pub terminating: bool,
     pub ready: bool,
     pub started_at: Option<String>,
+    pub reason: Option<String>,
 }
 
 pub fn pod_state(pod: &Pod) -> PodState {
@@ -138,6 +139,7 @@ pub fn pod_state(pod: &Pod) -> PodState {
             .and_then(|s| s.running.as_ref())
             .and_then(|r| r.started_at.as_ref())
             .map(|t| t.0.to_string()),
+        reason: status.and_then(|s| s.reason.clone()),
     }
 }
 
@@ -150,6 +152,7 @@ fn pod_event(s: &PodState) -> EventKind {
         terminating: s.terminating,
         ready: s.ready,
         started_at: s.started_at.clone(),
+        reason: s.reason.clone(),
     }
 }
 

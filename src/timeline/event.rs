@@ -181,6 +181,10 @@ pub enum EventKind {
         /// The container's `state.running.startedAt` as the kubelet reported it (seconds).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         started_at: Option<String>,
+        /// `status.reason` (e.g. `Terminated` when the kubelet's graceful node shutdown ended
+        /// the pod, `Evicted`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// A workload pod object is gone from the API server.
     PodDeleted {

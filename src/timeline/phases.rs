@@ -44,6 +44,9 @@ pub enum Phase {
     UnreachableTaint,
     /// The old pod got a deletionTimestamp.
     PodTerminating,
+    /// The kubelet's graceful node shutdown ended the old pod before the node went down (its
+    /// status Failed with reason `Terminated`, as the shutdown manager sets it).
+    PodShutDownByKubelet,
     /// The out-of-service taint was applied (by the harness, or seen on the target node).
     OutOfServiceTaint,
     /// The harness applied any remediation.
@@ -82,11 +85,12 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the usual order of a failover.
-    pub const ALL: [Phase; 19] = [
+    pub const ALL: [Phase; 20] = [
         Phase::FaultInjected,
         Phase::NodeNotReady,
         Phase::UnreachableTaint,
         Phase::PodTerminating,
+        Phase::PodShutDownByKubelet,
         Phase::OutOfServiceTaint,
         Phase::RemediationApplied,
         Phase::OldPodDeleted,
@@ -111,6 +115,7 @@ impl Phase {
             Phase::NodeNotReady => "node-not-ready",
             Phase::UnreachableTaint => "unreachable-taint",
             Phase::PodTerminating => "pod-terminating",
+            Phase::PodShutDownByKubelet => "pod-shut-down-by-kubelet",
             Phase::OutOfServiceTaint => "out-of-service-taint",
             Phase::RemediationApplied => "remediation-applied",
             Phase::OldPodDeleted => "old-pod-deleted",
@@ -466,6 +471,7 @@ impl Tracker {
                 terminating,
                 ready,
                 started_at,
+                ..
             } => {
                 self.started.insert(uid.clone(), started_at.clone());
                 self.pods.insert(
@@ -680,10 +686,15 @@ impl Tracker {
                 terminating,
                 ready,
                 started_at,
+                reason,
             } => {
                 if is_old(uid) {
                     if *terminating {
                         hit.push(Phase::PodTerminating);
+                    }
+                    // pkg/kubelet/nodeshutdown: phase Failed, reason "Terminated".
+                    if *phase == PodPhase::Failed && reason.as_deref() == Some("Terminated") {
+                        hit.push(Phase::PodShutDownByKubelet);
                     }
                     // The same pod with its container started again: a new incarnation, which
                     // serves as the replacement (a container kill, a crash).
@@ -787,6 +798,7 @@ pub(crate) mod tests {
             terminating,
             ready,
             started_at: None,
+            reason: None,
         }
     }
 
@@ -982,6 +994,90 @@ pub(crate) mod tests {
         assert_eq!(tl.observed_ms, Some(50));
     }
 
+    /// Synthetic, a Deployment's shape: pods have generated names; the replacement has another
+    /// name, both live at once for a while, and the one serving afterwards is the new one.
+    #[test]
+    fn a_renamed_replacement_is_the_replacement_and_two_live_pods_are_seen() {
+        let p = |name: &str, uid: &str, node: &str, phase: &str, term: bool, ready: bool| {
+            EventKind::Pod {
+                pod: name.into(),
+                uid: uid.into(),
+                node: Some(node.into()),
+                phase: PodPhase::parse(Some(phase)),
+                terminating: term,
+                ready,
+                started_at: None,
+                reason: None,
+            }
+        };
+        let events = vec![
+            ev(0, p("ledger-7d9-aaaaa", "u1", "w1", "Running", false, true)),
+            ev(
+                1,
+                EventKind::WorkloadReady {
+                    pod: "ledger-7d9-aaaaa".into(),
+                    uid: "u1".into(),
+                    node: "w1".into(),
+                },
+            ),
+            fault(10),
+            // The old pod still Running (its node only partitioned), a new one appears.
+            ev(
+                30,
+                p("ledger-7d9-bbbbb", "u2", "w2", "Pending", false, false),
+            ),
+            ev(
+                40,
+                p("ledger-7d9-bbbbb", "u2", "w2", "Running", false, false),
+            ),
+            ev(
+                45,
+                p("ledger-7d9-bbbbb", "u2", "w2", "Running", false, true),
+            ),
+            ev(50, p("ledger-7d9-aaaaa", "u1", "w1", "Running", true, true)),
+        ];
+        let mut t = Tracker::new();
+        for e in &events {
+            t.observe(e);
+        }
+        let tl = t.timeline();
+        assert_eq!(tl.at(Phase::ReplacementCreated), Some(20));
+        assert_eq!(tl.at(Phase::TwoPodsRunning), Some(30));
+        assert_eq!(tl.at(Phase::ReplacementReady), Some(35));
+        assert_eq!(tl.at(Phase::PodTerminating), Some(40));
+        assert_eq!(tl.replacement_pod.as_deref(), Some("ledger-7d9-bbbbb"));
+        assert_eq!(tl.replacement_uid.as_deref(), Some("u2"));
+        assert_eq!(tl.replacement_node.as_deref(), Some("w2"));
+        // The serving pod by label, whatever its name: the new one (the old is terminating).
+        assert_eq!(t.serving_pod(None).map(|p| p.uid.as_str()), Some("u2"));
+        assert_eq!(t.serving_pod(Some("ledger-7d9-aaaaa")), None);
+        assert_eq!(t.pods().count(), 2);
+    }
+
+    /// Synthetic, as pkg/kubelet/nodeshutdown reports a pod it ended: Failed, reason Terminated.
+    #[test]
+    fn a_pod_ended_by_the_kubelets_graceful_shutdown_is_its_own_phase() {
+        let mut shut = pod("old", Some("w1"), "Failed", false, false);
+        if let EventKind::Pod { reason, .. } = &mut shut {
+            *reason = Some("Terminated".into());
+        }
+        let mut evicted = pod("old", Some("w1"), "Failed", false, false);
+        if let EventKind::Pod { reason, .. } = &mut evicted {
+            *reason = Some("Evicted".into());
+        }
+        let base = vec![
+            ev(0, pod("old", Some("w1"), "Running", false, true)),
+            ready(1),
+            fault(10),
+        ];
+        let mut events = base.clone();
+        events.push(ev(25, shut));
+        assert_eq!(analyze(&events).at(Phase::PodShutDownByKubelet), Some(15));
+        let mut events = base;
+        events.push(ev(25, evicted));
+        assert!(!analyze(&events).has(Phase::PodShutDownByKubelet));
+    }
+
     /// Synthetic: stage events as the runner records them; each stage lasts until the next.
     #[test]
     fn stages_last_until_the_next_one_or_the_end_of_the_run() {
@@ -1020,6 +1116,7 @@ pub(crate) mod tests {
             terminating: false,
             ready,
             started_at: started.map(String::from),
+            reason: None,
         };
         let events = vec![
             ev(10, p("u1", true, Some("2026-12-03T10:00:00Z"))),
@@ -1147,6 +1244,7 @@ pub(crate) mod tests {
                     terminating: false,
                     ready: true,
                     started_at: None,
+                    reason: None,
                 },
             ),
         ];
