@@ -1053,3 +1053,64 @@ fn an_external_remediator_is_named_by_its_field_manager() {
         "taint removed and node back after the run"
     );
 }
+
+/// A frozen node is thawed on every exit path: nodedown SIGKILLed while the node is paused
+/// leaves it paused; `nodedown cleanup` unpauses it from the journal.
+#[test]
+fn sigkill_during_a_freeze_then_cleanup_thaws_the_node() {
+    let _g = lock_cluster();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("run");
+    let mut child = nodedown()
+        .args([
+            "run",
+            "experiments/node-freeze.yaml",
+            "--only",
+            "oos-taint-unfenced",
+            "--cluster-name",
+            &cluster_name(),
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let rd = dir.join("node-freeze/oos-taint-unfenced/1");
+    wait_until(
+        Duration::from_secs(240),
+        || events_contain(&rd, "\"fault-injected\""),
+        "the node frozen",
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let paused = || {
+        let out = Command::new("docker")
+            .args([
+                "ps",
+                "--filter",
+                &format!("label=io.x-k8s.kind.cluster={}", cluster_name()),
+                "--filter",
+                "status=paused",
+                "--format",
+                "{{.Names}}",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert!(!paused().is_empty(), "SIGKILL left the node frozen");
+    let res = run_ok(nodedown().arg("cleanup").arg(&dir));
+    assert_eq!(res.status.code(), Some(0));
+    assert_eq!(paused(), "", "no node container paused after cleanup");
+    wait_until(
+        Duration::from_secs(120),
+        || unhealthy_nodes().is_empty(),
+        "every node Ready after cleanup",
+    );
+    wait_until(
+        Duration::from_secs(60),
+        || nodedown_namespaces().is_empty(),
+        "run namespace deleted",
+    );
+}
