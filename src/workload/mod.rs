@@ -64,8 +64,35 @@ pub fn claim_name(pod: &str) -> String {
     format!("data-{pod}")
 }
 
-/// A PersistentVolume on the shared host directory, pre-bound to the claim of `pod`, without
-/// node affinity: the pod can fail over to any node and find its data.
+/// A PersistentVolume of `class` pre-bound to the claim of `pod`, without node affinity (the
+/// pod can fail over to any node and find its data); `source` is its volume source, e.g.
+/// `("hostPath", {...})`.
+fn prebound_volume(
+    ns: &str,
+    pod: &str,
+    size: &str,
+    mode: AccessMode,
+    run_id: &str,
+    class: &str,
+    source: (&str, serde_json::Value),
+) -> PersistentVolume {
+    let mut pv = json!({
+        "metadata": {"name": format!("{ns}-{}", claim_name(pod)), "labels": {RUN_LABEL: label_value(run_id)}},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": [mode.as_str()],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": class,
+            "volumeMode": "Filesystem",
+            "claimRef": {"namespace": ns, "name": claim_name(pod)}
+        }
+    });
+    pv["spec"][source.0] = source.1;
+    serde_json::from_value(pv).expect("valid PersistentVolume")
+}
+
+/// A PersistentVolume on the shared host directory ([`SHARED_CLASS`]), pre-bound to the claim
+/// of `pod`.
 pub fn shared_volume(
     ns: &str,
     pod: &str,
@@ -73,18 +100,17 @@ pub fn shared_volume(
     mode: AccessMode,
     run_id: &str,
 ) -> PersistentVolume {
-    serde_json::from_value(json!({
-        "metadata": {"name": format!("{ns}-{}", claim_name(pod)), "labels": {RUN_LABEL: label_value(run_id)}},
-        "spec": {
-            "capacity": {"storage": size},
-            "accessModes": [mode.as_str()],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": SHARED_CLASS,
-            "claimRef": {"namespace": ns, "name": claim_name(pod)},
-            "hostPath": {"path": format!("{SHARED_NODE_PATH}/{ns}/{}", claim_name(pod)), "type": "DirectoryOrCreate"}
-        }
-    }))
-    .expect("valid PersistentVolume")
+    let path = format!("{SHARED_NODE_PATH}/{ns}/{}", claim_name(pod));
+    let source = json!({"path": path, "type": "DirectoryOrCreate"});
+    prebound_volume(
+        ns,
+        pod,
+        size,
+        mode,
+        run_id,
+        SHARED_CLASS,
+        ("hostPath", source),
+    )
 }
 
 /// The volume handle of the attaching volume of `pod`'s claim: `<ns>.data-<pod>` (the driver's
@@ -103,23 +129,12 @@ pub fn attach_volume(
     mode: AccessMode,
     run_id: &str,
 ) -> PersistentVolume {
-    serde_json::from_value(json!({
-        "metadata": {"name": format!("{ns}-{}", claim_name(pod)), "labels": {RUN_LABEL: label_value(run_id)}},
-        "spec": {
-            "capacity": {"storage": size},
-            "accessModes": [mode.as_str()],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": ATTACH_CLASS,
-            "volumeMode": "Filesystem",
-            "claimRef": {"namespace": ns, "name": claim_name(pod)},
-            "csi": {
-                "driver": ATTACH_DRIVER,
-                "volumeHandle": attach_handle(ns, pod),
-                "volumeAttributes": {"nodedown.dev/provision": "on-publish"}
-            }
-        }
-    }))
-    .expect("valid PersistentVolume")
+    let source = json!({
+        "driver": ATTACH_DRIVER,
+        "volumeHandle": attach_handle(ns, pod),
+        "volumeAttributes": {"nodedown.dev/provision": "on-publish"}
+    });
+    prebound_volume(ns, pod, size, mode, run_id, ATTACH_CLASS, ("csi", source))
 }
 
 /// A node-local PersistentVolume of [`LOCAL_CLASS`] on `node` (not bound in advance).

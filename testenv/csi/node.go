@@ -48,20 +48,8 @@ func (n *node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequ
 // this node, as a block device would only be there after the attach.
 func (n *node) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
 	id, staging := req.GetVolumeId(), req.GetStagingTargetPath()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
-	}
-	if staging == "" {
-		return nil, status.Error(codes.InvalidArgument, "staging target path is required")
-	}
-	if req.GetVolumeCapability() == nil {
-		return nil, status.Error(codes.InvalidArgument, "volume capability is required")
-	}
-	if err := checkCaps([]*csi.VolumeCapability{req.GetVolumeCapability()}); err != nil {
+	if err := n.checkRequest(id, staging, "staging target path", req.GetVolumeCapability()); err != nil {
 		return nil, err
-	}
-	if !n.store.VolumeExists(id) {
-		return nil, status.Errorf(codes.NotFound, "volume %s does not exist", id)
 	}
 	if !n.store.AttachedTo(id, n.id) {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s", id, n.id)
@@ -87,23 +75,11 @@ func (n *node) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRe
 
 func (n *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id, target, staging := req.GetVolumeId(), req.GetTargetPath(), req.GetStagingTargetPath()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
-	}
-	if target == "" {
-		return nil, status.Error(codes.InvalidArgument, "target path is required")
+	if err := n.checkRequest(id, target, "target path", req.GetVolumeCapability()); err != nil {
+		return nil, err
 	}
 	if staging == "" {
 		return nil, status.Error(codes.InvalidArgument, "staging target path is required (the plugin stages volumes)")
-	}
-	if req.GetVolumeCapability() == nil {
-		return nil, status.Error(codes.InvalidArgument, "volume capability is required")
-	}
-	if err := checkCaps([]*csi.VolumeCapability{req.GetVolumeCapability()}); err != nil {
-		return nil, err
-	}
-	if !n.store.VolumeExists(id) {
-		return nil, status.Errorf(codes.NotFound, "volume %s does not exist", id)
 	}
 	mounted, err := isMountPoint(staging)
 	if err != nil {
@@ -153,6 +129,26 @@ func (n *node) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolu
 	delete(n.published[req.GetVolumeId()], req.GetTargetPath())
 	n.mu.Unlock()
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// checkRequest: the arguments every stage and publish call needs, and the volume exists.
+func (n *node) checkRequest(id, path, pathName string, capability *csi.VolumeCapability) error {
+	if id == "" {
+		return status.Error(codes.InvalidArgument, "volume ID is required")
+	}
+	if path == "" {
+		return status.Errorf(codes.InvalidArgument, "%s is required", pathName)
+	}
+	if capability == nil {
+		return status.Error(codes.InvalidArgument, "volume capability is required")
+	}
+	if err := checkCaps([]*csi.VolumeCapability{capability}); err != nil {
+		return err
+	}
+	if !n.store.VolumeExists(id) {
+		return status.Errorf(codes.NotFound, "volume %s does not exist", id)
+	}
+	return nil
 }
 
 // bindMount mounts source at target (a directory it makes), read-only if asked. Idempotent.
