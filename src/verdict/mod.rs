@@ -332,7 +332,14 @@ impl Ctx<'_> {
                 };
             }
             None => {
-                let gaps = self.tl.gaps.len();
+                // Only gaps that began inside the observed window could have hidden it.
+                let end = self.tl.observed_ms.unwrap_or(u64::MAX);
+                let gaps = self
+                    .tl
+                    .gaps
+                    .iter()
+                    .filter(|(_, from, _)| *from <= end)
+                    .count();
                 let early = self.error.is_some() && !self.tl.window_closed();
                 if gaps > 0 || early {
                     r.actual = "not seen (unknown: the observation has holes)".into();
@@ -597,6 +604,26 @@ pub(crate) mod tests {
             by("phases.notSeen", "out-of-service-taint").verdict,
             Verdict::Fail
         );
+    }
+
+    #[test]
+    fn a_watch_gap_after_the_window_does_not_make_a_phase_unknown() {
+        let e = Expectations {
+            phases: Some(crate::spec::PhaseExpectation {
+                seen: vec![],
+                not_seen: vec!["volume-detached".into()],
+            }),
+            ..Default::default()
+        };
+        // The heal's relist after the recovery timeout: a gap long after the window closed.
+        let mut text = NONE_TIMEOUT.to_string();
+        text.push_str(r#"{"at_ms":999000,"wall":"x","event":"watch-gap","resource":"events","error":"too old"}"#);
+        text.push('\n');
+        text.push_str(r#"{"at_ms":999500,"wall":"x","event":"watch-resumed","resource":"events","relisted":true}"#);
+        text.push('\n');
+        let (r, _) = eval(&text, 120, e, None);
+        assert_eq!(r[0].verdict, Verdict::Pass, "{r:#?}");
+        assert_eq!(r[0].actual, "not seen");
     }
 
     #[test]
