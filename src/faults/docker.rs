@@ -156,6 +156,10 @@ impl NodeControl for DockerNodeControl {
         Backend::Docker
     }
 
+    fn supports_graceful_shutdown(&self) -> bool {
+        true
+    }
+
     fn supports(&self, kind: FaultKind) -> bool {
         matches!(
             kind,

@@ -126,6 +126,10 @@ pub trait NodeControl: Send + Sync {
     /// Hard power-off (fencing); harmless when already off.
     fn power_off<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), NodeError>>;
     fn power_state<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<PowerState, NodeError>>;
+    /// Whether this backend can shut a node down cleanly (`graceful: true`), not only hard.
+    fn supports_graceful_shutdown(&self) -> bool {
+        false
+    }
 }
 
 /// Fencing: power the node off and confirm it is off (polling `power_state` for up to 5 s).

@@ -438,12 +438,16 @@ impl Steps {
     /// The backend that carries out `kind` (the one chosen with `--node-control`, else the
     /// first that can).
     fn control_for(&self, kind: FaultKind) -> Result<Arc<dyn NodeControl>, String> {
+        let graceful = self.run.fault.graceful;
         self.controls
             .iter()
             .filter(|c| self.fault_backend.is_none_or(|b| c.backend() == b))
-            .find(|c| c.supports(kind))
+            .find(|c| c.supports(kind) && (!graceful || c.supports_graceful_shutdown()))
             .cloned()
             .ok_or_else(|| {
+                if graceful {
+                    return "no node-control backend here can shut a node down cleanly: a graceful node-shutdown is carried out only on kind nodes (docker backend); power hooks power off hard".to_string();
+                }
                 format!(
                     "no node-control backend here can carry out {}: give --node-control agent (kubelet-stop, network-partition) or power hooks (node-shutdown: --power-off/--power-on/--power-state); see README, Running on your own cluster",
                     kind.as_str()
@@ -467,12 +471,6 @@ impl Steps {
                     steady.pod
                 ));
             }
-        }
-        if self.run.fault.graceful && control.backend() != faults::Backend::Docker {
-            return Err(format!(
-                "a graceful node-shutdown is carried out only on kind nodes (docker backend), not through {}: power hooks power off hard",
-                control.backend().as_str()
-            ));
         }
         control.check_node(&node).await.map_err(|e| e.to_string())?;
         let peers = if kind == FaultKind::NetworkPartition {

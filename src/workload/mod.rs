@@ -271,38 +271,26 @@ impl Workload {
                     .map_err(|e| format!("create PersistentVolume {pv_name}: {e}"))?;
             }
         }
-        match self.spec.controller {
+        let (spec, image, run_id) = (&self.spec, self.image.as_str(), self.run_id.as_str());
+        match spec.controller {
             Controller::StatefulSet => {
-                Api::<StatefulSet>::namespaced(client.clone(), ns)
-                    .create(
-                        &PostParams::default(),
-                        &statefulset(&self.spec, &self.image, self.preloaded, &self.run_id),
-                    )
-                    .await
-                    .map_err(|e| format!("create StatefulSet: {e}"))?;
+                let sts = statefulset(spec, image, self.preloaded, run_id);
+                create(client, ns, &sts, "StatefulSet").await?;
             }
             Controller::Deployment => {
-                let app = app_name(self.spec.kind);
-                Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns)
-                    .create(
-                        &PostParams::default(),
-                        &claim(&self.spec, app, &self.run_id),
-                    )
-                    .await
-                    .map_err(|e| format!("create PersistentVolumeClaim: {e}"))?;
-                if self.spec.kind == WorkloadKind::Ledger {
-                    Api::<Service>::namespaced(client.clone(), ns)
-                        .create(&PostParams::default(), &service(app, &self.run_id))
-                        .await
-                        .map_err(|e| format!("create Service: {e}"))?;
+                let app = app_name(spec.kind);
+                create(
+                    client,
+                    ns,
+                    &claim(spec, app, run_id),
+                    "PersistentVolumeClaim",
+                )
+                .await?;
+                if spec.kind == WorkloadKind::Ledger {
+                    create(client, ns, &service(app, run_id), "Service").await?;
                 }
-                Api::<Deployment>::namespaced(client.clone(), ns)
-                    .create(
-                        &PostParams::default(),
-                        &deployment(&self.spec, &self.image, self.preloaded, &self.run_id),
-                    )
-                    .await
-                    .map_err(|e| format!("create Deployment: {e}"))?;
+                let deploy = deployment(spec, image, self.preloaded, run_id);
+                create(client, ns, &deploy, "Deployment").await?;
             }
         }
         Ok(())
@@ -465,6 +453,23 @@ fn container(
         }
     }
     c
+}
+
+/// Creates `obj` in namespace `ns`; `what` names its kind in the error.
+async fn create<K>(client: &Client, ns: &str, obj: &K, what: &str) -> Result<(), String>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    Api::<K>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), obj)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("create {what}: {e}"))
 }
 
 /// The claim of a Deployment's pods: `data-<app>`.
