@@ -60,6 +60,7 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
     let opts = ClusterOptions {
         cache_dir: args.tools.cache_dir.clone(),
         kind_bin: args.tools.kind_bin.clone(),
+        k3d_bin: args.tools.k3d_bin.clone(),
         hooks_log: session_file.parent().map(|d| d.join("hooks.jsonl")),
         ..Default::default()
     };

@@ -65,6 +65,7 @@ mod tests {
             fault: "node-shutdown".into(),
             remediation: "none".into(),
             remediation_detail: None,
+            provider: None,
             profile: None,
             started: None,
             duration_ms: 0,

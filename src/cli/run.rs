@@ -21,6 +21,16 @@ pub enum NodeControlArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
+pub enum ProviderArg {
+    /// A kind cluster nodedown creates or reuses.
+    Kind,
+    /// A k3d cluster (k3s in Docker) nodedown creates or reuses.
+    K3d,
+    /// An existing cluster through kubeconfig (--context, else the current context).
+    Existing,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
 pub enum LedgerVia {
     Auto,
     Api,
@@ -39,12 +49,21 @@ pub struct RunArgs {
     /// Output directory (default: runs/<UTC timestamp>).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// kind cluster to create or reuse (default: the experiment's cluster.name, else nodedown).
+    /// Where the experiments run, over their `cluster.provider`: kind, k3d or an existing
+    /// cluster.
+    #[arg(long, value_enum, env = "NODEDOWN_PROVIDER")]
+    pub provider: Option<ProviderArg>,
+    /// kind or k3d cluster to create or reuse (default: the experiment's cluster.name, else
+    /// nodedown).
     #[arg(long)]
     pub cluster_name: Option<String>,
     /// kind config to create the cluster from (default: the experiment's cluster.config).
     #[arg(long)]
     pub kind_config: Option<PathBuf>,
+    /// k3d config to create a k3d cluster from (default: the experiment's cluster.config, else
+    /// nodedown's fast profile for k3d, written to the output directory).
+    #[arg(long)]
+    pub k3d_config: Option<PathBuf>,
     /// Keep a cluster this run created (by default it is deleted at the end).
     #[arg(long)]
     pub retain: bool,
@@ -57,7 +76,8 @@ pub struct RunArgs {
     /// Run only these variants (repeatable).
     #[arg(long = "only", value_name = "VARIANT")]
     pub only: Vec<String>,
-    /// kind node image for a cluster this run creates (default: the one testenv built last).
+    /// Node image for a cluster this run creates: kind's (default: the one testenv built last),
+    /// or the k3s image for k3d (default: the k3d config's, else rancher/k3s:v1.34.8-k3s1).
     #[arg(long, env = "NODEDOWN_NODE_IMAGE")]
     pub node_image: Option<String>,
     /// What to print on stdout at the end.
@@ -134,6 +154,10 @@ pub struct ToolArgs {
     /// The kind executable (default: kind on PATH, else testenv's build in the cache).
     #[arg(long = "kind", env = "NODEDOWN_KIND")]
     pub kind_bin: Option<PathBuf>,
+    /// The k3d executable (default: k3d on PATH, else testenv/build-k3d.sh's build in the
+    /// cache).
+    #[arg(long = "k3d", env = "NODEDOWN_K3D")]
+    pub k3d_bin: Option<PathBuf>,
 }
 
 fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> std::io::Result<()> {
@@ -193,12 +217,20 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         return EXIT_BAD_INPUT;
     }
     let cluster_opts = ClusterOptions {
+        provider: args.provider.map(|p| match p {
+            ProviderArg::Kind => crate::spec::Provider::Kind,
+            ProviderArg::K3d => crate::spec::Provider::K3d,
+            ProviderArg::Existing => crate::spec::Provider::Existing,
+        }),
         cluster_name: args.cluster_name.clone(),
         kind_config: args.kind_config.clone(),
+        k3d_config: args.k3d_config.clone(),
         context: args.context.clone(),
         node_image: args.node_image.clone(),
         cache_dir: args.tools.cache_dir.clone(),
         kind_bin: args.tools.kind_bin.clone(),
+        k3d_bin: args.tools.k3d_bin.clone(),
+        out: None,
         power_hooks: match (&args.power_off, &args.power_on, &args.power_state) {
             (Some(off), Some(on), Some(state)) => Some(crate::faults::PowerHooks {
                 power_off: off.clone(),
@@ -248,6 +280,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
 
     let mut cluster_opts = cluster_opts;
     cluster_opts.hooks_log = Some(out.join("hooks.jsonl"));
+    cluster_opts.out = Some(out.clone());
     let progress = Progress::new(quiet);
     let step = |s: &str| progress.step(s);
     let env = match Env::prepare(&experiments, &cluster_opts, &step).await {
@@ -304,9 +337,12 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     let runs_start = std::time::Instant::now();
     for (i, planned) in runs.iter().enumerate() {
         let mut planned = planned.clone();
-        if planned.cluster.config.is_none() {
+        // What the run really used: `--provider` may have switched away from the experiment's
+        // provider (and its config file with it).
+        if planned.cluster.config.is_none() || planned.cluster.provider != env.session.provider {
             planned.cluster.config = env.session.profile.clone().map(PathBuf::from);
         }
+        planned.cluster.provider = env.session.provider;
         progress.set_run(&format!(
             "[{}/{}{}] {}",
             i + 1,
@@ -382,10 +418,34 @@ fn dry_run_text(
                     .and_then(|(_, e)| e.cluster.name.clone())
             })
             .unwrap_or_else(|| "nodedown".into());
+        let provider = opts
+            .provider
+            .or_else(|| experiments.first().map(|(_, e)| e.cluster.provider))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "dry run: would use kind cluster {name} (created if missing)"
+            "dry run: would use {} cluster {name} (created if missing)",
+            provider.as_str()
         );
+        let own_config = experiments
+            .first()
+            .is_some_and(|(_, e)| e.cluster.provider == provider && e.cluster.config.is_some());
+        if provider == crate::spec::Provider::K3d && opts.k3d_config.is_none() && !own_config {
+            let image = opts
+                .node_image
+                .clone()
+                .unwrap_or_else(|| crate::cluster::k3d::K3S_IMAGE.into());
+            let _ = writeln!(
+                s,
+                "k3d config it would create it from (nodedown's fast profile):\n{}",
+                crate::cluster::k3d::fast_config(
+                    &name,
+                    &image,
+                    3,
+                    crate::workload::DEFAULT_SHARED_DIR
+                )
+            );
+        }
     }
     if let Some(h) = &opts.power_hooks {
         let _ = writeln!(

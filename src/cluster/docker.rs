@@ -9,6 +9,75 @@ use tokio::io::AsyncWriteExt;
 
 /// The label kind puts on every node container of a cluster.
 pub const KIND_CLUSTER_LABEL: &str = "io.x-k8s.kind.cluster";
+/// The label k3d puts on every container of a cluster (nodes, its load balancer, registry and
+/// tools containers alike).
+pub const K3D_CLUSTER_LABEL: &str = "k3d.cluster";
+/// The label k3d puts on a container to say what it is: `server` and `agent` are nodes.
+pub const K3D_ROLE_LABEL: &str = "k3d.role";
+
+/// Which tool made a cluster of node containers; what nodedown needs to know about its
+/// containers. Pure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeFlavor {
+    /// kind: one container per node, named after the node, running systemd (kubelet.service).
+    Kind,
+    /// k3d: one container per k3s node (`k3d-<cluster>-server-N`, `k3d-<cluster>-agent-N`,
+    /// also the node's name), k3s as the container's main process (no systemd: the kubelet runs
+    /// inside k3s), restart policy `unless-stopped`; plus non-node containers (load balancer,
+    /// registry, tools).
+    K3d,
+}
+
+/// A container's restart policy, as the tool that made the cluster sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restart {
+    No,
+    OnFailure(i64),
+    UnlessStopped,
+}
+
+impl NodeFlavor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeFlavor::Kind => "kind",
+            NodeFlavor::K3d => "k3d",
+        }
+    }
+
+    /// The label naming the cluster a container belongs to.
+    pub fn cluster_label(self) -> &'static str {
+        match self {
+            NodeFlavor::Kind => KIND_CLUSTER_LABEL,
+            NodeFlavor::K3d => K3D_CLUSTER_LABEL,
+        }
+    }
+
+    /// Whether a container of the cluster (by its labels) is a Kubernetes node.
+    pub fn is_node(self, labels: &HashMap<String, String>) -> bool {
+        match self {
+            NodeFlavor::Kind => true,
+            NodeFlavor::K3d => matches!(
+                labels.get(K3D_ROLE_LABEL).map(String::as_str),
+                Some("server" | "agent")
+            ),
+        }
+    }
+
+    /// The restart policy the tool gives node containers (put back after a clean poweroff,
+    /// which turns it off).
+    pub fn restart_policy(self) -> Restart {
+        match self {
+            NodeFlavor::Kind => Restart::OnFailure(1),
+            NodeFlavor::K3d => Restart::UnlessStopped,
+        }
+    }
+
+    /// Whether the node runs systemd with the kubelet as its own unit: what a clean poweroff
+    /// (logind tells the kubelet) and `kubelet-stop` (`systemctl stop kubelet`) need.
+    pub fn runs_systemd(self) -> bool {
+        self == NodeFlavor::Kind
+    }
+}
 
 #[derive(Clone)]
 pub struct DockerNodes {
@@ -37,12 +106,16 @@ impl DockerNodes {
         }
     }
 
-    /// Names of the node containers of kind cluster `cluster` (running or not).
-    pub async fn cluster_containers(&self, cluster: &str) -> Result<Vec<String>, ClusterError> {
+    /// Names of the node containers of the `flavor` cluster `cluster` (running or not).
+    pub async fn cluster_containers(
+        &self,
+        cluster: &str,
+        flavor: NodeFlavor,
+    ) -> Result<Vec<String>, ClusterError> {
         let mut filters = HashMap::new();
         filters.insert(
             "label".to_string(),
-            vec![format!("{KIND_CLUSTER_LABEL}={cluster}")],
+            vec![format!("{}={cluster}", flavor.cluster_label())],
         );
         let list = self
             .docker
@@ -54,6 +127,7 @@ impl DockerNodes {
             .await?;
         let mut names: Vec<String> = list
             .into_iter()
+            .filter(|c| flavor.is_node(&c.labels.clone().unwrap_or_default()))
             .filter_map(|c| c.names.and_then(|n| n.into_iter().next()))
             .map(|n| n.trim_start_matches('/').to_string())
             .collect();
@@ -105,29 +179,26 @@ impl DockerNodes {
         }
     }
 
-    /// Sets the container's restart policy: `None` is "no" (a clean poweroff stays off), `Some(n)`
-    /// is kind's own `on-failure:n` (kind creates node containers with `on-failure:1`).
-    pub async fn set_restart_on_failure(
+    /// Sets the container's restart policy (`Restart::No`: a clean poweroff stays off).
+    pub async fn set_restart_policy(
         &self,
         container: &str,
-        retries: Option<i64>,
+        restart: Restart,
     ) -> Result<(), ClusterError> {
         use bollard::models::{ContainerUpdateBody, RestartPolicy, RestartPolicyNameEnum};
-        let policy = match retries {
-            None => RestartPolicy {
-                name: Some(RestartPolicyNameEnum::NO),
-                maximum_retry_count: None,
-            },
-            Some(n) => RestartPolicy {
-                name: Some(RestartPolicyNameEnum::ON_FAILURE),
-                maximum_retry_count: Some(n),
-            },
+        let (name, retries) = match restart {
+            Restart::No => (RestartPolicyNameEnum::NO, None),
+            Restart::OnFailure(n) => (RestartPolicyNameEnum::ON_FAILURE, Some(n)),
+            Restart::UnlessStopped => (RestartPolicyNameEnum::UNLESS_STOPPED, None),
         };
         self.docker
             .update_container(
                 container,
                 ContainerUpdateBody {
-                    restart_policy: Some(policy),
+                    restart_policy: Some(RestartPolicy {
+                        name: Some(name),
+                        maximum_retry_count: retries,
+                    }),
                     ..Default::default()
                 },
             )
@@ -265,15 +336,48 @@ impl DockerNodes {
         }
     }
 
-    /// The kind cluster a node container belongs to (its `io.x-k8s.kind.cluster` label).
-    pub async fn cluster_of(&self, container: &str) -> Result<String, ClusterError> {
+    /// The cluster a node container belongs to (its flavor's cluster label), if it is a node.
+    pub async fn cluster_of(
+        &self,
+        container: &str,
+        flavor: NodeFlavor,
+    ) -> Result<String, ClusterError> {
         let info = self.docker.inspect_container(container, None).await?;
-        info.config
-            .and_then(|c| c.labels)
-            .and_then(|l| l.get(KIND_CLUSTER_LABEL).cloned())
-            .ok_or_else(|| ClusterError::NoContainer {
+        let labels = info.config.and_then(|c| c.labels).unwrap_or_default();
+        match labels.get(flavor.cluster_label()) {
+            Some(cluster) if flavor.is_node(&labels) => Ok(cluster.clone()),
+            _ => Err(ClusterError::NoContainer {
                 node: container.to_string(),
-                cluster: "?".into(),
-            })
+                cluster: format!("(any {} cluster)", flavor.as_str()),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn k3d_counts_servers_and_agents_as_nodes_and_nothing_else() {
+        let k3d = NodeFlavor::K3d;
+        for role in ["server", "agent"] {
+            assert!(k3d.is_node(&labels(&[("k3d.cluster", "x"), ("k3d.role", role)])));
+        }
+        for role in ["loadbalancer", "registry", "noRole"] {
+            assert!(!k3d.is_node(&labels(&[("k3d.cluster", "x"), ("k3d.role", role)])));
+        }
+        assert!(!k3d.is_node(&labels(&[("k3d.cluster", "x")])));
+        assert!(NodeFlavor::Kind.is_node(&labels(&[(KIND_CLUSTER_LABEL, "x")])));
+        assert_eq!(k3d.restart_policy(), Restart::UnlessStopped);
+        assert_eq!(NodeFlavor::Kind.restart_policy(), Restart::OnFailure(1));
+        assert!(!k3d.runs_systemd() && NodeFlavor::Kind.runs_systemd());
     }
 }

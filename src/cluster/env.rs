@@ -1,9 +1,11 @@
-//! Reaching the cluster of a run: create or reuse a kind cluster, or connect to an existing one
-//! by kubeconfig; and what that gives the runner — the API client, the node-control backends it
-//! can use, and a way to provide the workload image. This is where kind and Docker are known;
-//! the runner sees only [`Env`].
+//! Reaching the cluster of a run: create or reuse a kind or k3d cluster, or connect to an
+//! existing one by kubeconfig; and what that gives the runner — the API client, the node-control
+//! backends it can use, and a way to provide the workload image. This is where kind, k3d and
+//! Docker are known; the runner sees only [`Env`].
 
-use super::{client_for_context, client_for_kind, ClusterError, DockerNodes, Kind};
+use super::{
+    client_for_context, client_for_local, k3d, ClusterError, DockerNodes, K3d, Kind, LocalCluster,
+};
 use crate::faults::{
     AgentNodeControl, Backend, DockerNodeControl, HooksNodeControl, NodeControl, PowerHooks,
 };
@@ -17,18 +19,28 @@ use std::sync::Arc;
 /// by clap).
 #[derive(Debug, Clone, Default)]
 pub struct ClusterOptions {
-    /// kind cluster name (default: the experiment's `cluster.name`, else `nodedown`).
+    /// The provider, over the experiments' `cluster.provider` (`--provider`).
+    pub provider: Option<Provider>,
+    /// kind or k3d cluster name (default: the experiment's `cluster.name`, else `nodedown`).
     pub cluster_name: Option<String>,
     /// kind config (default: the experiment's `cluster.config`, else kind-configs/fast.yaml).
     pub kind_config: Option<PathBuf>,
+    /// k3d config (default: the experiment's `cluster.config`, else nodedown's generated fast
+    /// profile, [`k3d::fast_config`]).
+    pub k3d_config: Option<PathBuf>,
     /// Use an existing cluster through this kubeconfig context instead of kind.
     pub context: Option<String>,
-    /// kind node image (default: what testenv built last, from `cache_dir/node-image`).
+    /// Node image: kind's (default: what testenv built last, from `cache_dir/node-image`) or
+    /// the k3s image for k3d (default: the k3d config's, else [`k3d::K3S_IMAGE`]).
     pub node_image: Option<String>,
-    /// Where testenv caches its builds (the node image name, kind).
+    /// Where testenv caches its builds (the node image name, kind, k3d).
     pub cache_dir: PathBuf,
     /// The kind executable (default: `kind` on PATH, else testenv's cached build).
     pub kind_bin: Option<PathBuf>,
+    /// The k3d executable (default: `k3d` on PATH, else testenv's cached build).
+    pub k3d_bin: Option<PathBuf>,
+    /// Where a generated cluster config is kept (the run's output directory).
+    pub out: Option<PathBuf>,
     /// The user's power commands, when given.
     pub power_hooks: Option<PowerHooks>,
     /// Where the hooks' runs are logged (`<out>/hooks.jsonl`).
@@ -45,11 +57,16 @@ pub struct ClusterOptions {
 #[serde(rename_all = "camelCase")]
 pub struct Session {
     pub provider: Provider,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind_cluster: Option<String>,
+    /// The kind or k3d cluster's name (`kindCluster` in session files of nodedown before k3d).
+    #[serde(
+        default,
+        alias = "kindCluster",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cluster: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
-    /// The kind config the cluster was made from (or found with), for reports.
+    /// The kind or k3d config the cluster was made from (or found with), for reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
     /// The power hooks the runs used (cleanup powers nodes on with them).
@@ -63,8 +80,8 @@ pub struct Session {
     pub test_nodes: bool,
 }
 
-/// What the runs share: the API client, the node-control backends, and the kind cluster when
-/// there is one.
+/// What the runs share: the API client, the node-control backends, and the kind or k3d
+/// cluster when there is one.
 pub struct Env {
     hooks_log: Option<PathBuf>,
     pub client: Client,
@@ -72,8 +89,25 @@ pub struct Env {
     pub server: String,
     pub session: Session,
     docker: Option<DockerNodes>,
-    kind: Option<Kind>,
+    local: Option<LocalCluster>,
     created: bool,
+}
+
+/// The cluster `name` of `provider`, driven by the CLI the options name.
+fn local_cluster(provider: Provider, name: &str, opts: &ClusterOptions) -> Option<LocalCluster> {
+    match provider {
+        Provider::Kind => Some(LocalCluster::Kind(Kind::new(
+            name,
+            opts.kind_bin.as_deref(),
+            &opts.cache_dir,
+        ))),
+        Provider::K3d => Some(LocalCluster::K3d(K3d::new(
+            name,
+            opts.k3d_bin.as_deref(),
+            &opts.cache_dir,
+        ))),
+        Provider::Existing => None,
+    }
 }
 
 impl Env {
@@ -89,8 +123,8 @@ impl Env {
                 self.hooks_log.clone(),
             )));
         }
-        if let Some(d) = &self.docker {
-            out.push(Arc::new(DockerNodeControl::new(d.clone())));
+        if let (Some(d), Some(local)) = (&self.docker, &self.local) {
+            out.push(Arc::new(DockerNodeControl::new(d.clone(), local.flavor())));
         }
         out.push(Arc::new(crate::faults::ApiPodControl::new(
             self.client.clone(),
@@ -98,7 +132,7 @@ impl Env {
         out.push(Arc::new(AgentNodeControl::new(
             self.client.clone(),
             image.cloned(),
-            self.session.test_nodes || self.session.provider == Provider::Kind,
+            self.session.test_nodes || self.session.provider != Provider::Existing,
         )));
         out
     }
@@ -108,20 +142,16 @@ impl Env {
         session: Session,
         opts: &ClusterOptions,
     ) -> Result<Env, ClusterError> {
-        let ((client, server), docker, kind) = match (&session.provider, &session.kind_cluster) {
-            (Provider::Kind, Some(name)) => {
-                let kind = Kind::new(name, opts);
-                (
-                    client_for_kind(&kind).await?,
-                    Some(DockerNodes::connect()?),
-                    Some(kind),
-                )
-            }
-            _ => (
-                client_for_context(session.context.as_deref()).await?,
-                None,
-                None,
+        let local = session
+            .cluster
+            .as_deref()
+            .and_then(|name| local_cluster(session.provider, name, opts));
+        let ((client, server), docker) = match &local {
+            Some(local) => (
+                client_for_local(local).await?,
+                Some(DockerNodes::connect()?),
             ),
+            None => (client_for_context(session.context.as_deref()).await?, None),
         };
         Ok(Env {
             hooks_log: opts.hooks_log.clone(),
@@ -129,7 +159,7 @@ impl Env {
             server,
             docker,
             session,
-            kind,
+            local,
             created: false,
         })
     }
@@ -143,7 +173,8 @@ impl Env {
         let Some((file, spec)) = experiments.first().map(|(f, e)| (f, &e.cluster)) else {
             return Err(ClusterError::Setup("no experiments".into()));
         };
-        if opts.context.is_some() || spec.provider == Provider::Existing {
+        let provider = opts.provider.unwrap_or(spec.provider);
+        if opts.context.is_some() || provider == Provider::Existing {
             step(&format!(
                 "using the existing cluster (context {})",
                 opts.context.as_deref().unwrap_or("current")
@@ -158,7 +189,7 @@ impl Env {
                 server,
                 session: Session {
                     provider: Provider::Existing,
-                    kind_cluster: None,
+                    cluster: None,
                     context: Some(resolve_context(opts.context.as_deref())?),
                     profile: None,
                     power_hooks: opts.power_hooks.clone(),
@@ -166,7 +197,7 @@ impl Env {
                     test_nodes: opts.test_nodes,
                 },
                 docker: None,
-                kind: None,
+                local: None,
                 created: false,
             });
         }
@@ -175,56 +206,84 @@ impl Env {
             .clone()
             .or(spec.name.clone())
             .unwrap_or_else(|| "nodedown".into());
-        let config = opts
-            .kind_config
-            .clone()
-            .or_else(|| crate::spec::cluster_config_path(file, spec))
-            .unwrap_or_else(|| PathBuf::from("kind-configs/fast.yaml"));
-        let kind = Kind::new(&name, opts);
+        // The experiment's own config file is the provider's only when `--provider` did not
+        // switch to another one.
+        let spec_config = (provider == spec.provider)
+            .then(|| crate::spec::cluster_config_path(file, spec))
+            .flatten();
+        let local = local_cluster(provider, &name, opts).expect("kind or k3d");
         let docker = DockerNodes::connect()?;
         docker.ping().await?;
         let mut created = false;
-        if kind.exists().await? {
+        let profile;
+        if local.exists().await? {
             if !spec.reuse && opts.cluster_name.is_none() {
+                let delete = match provider {
+                    Provider::K3d => format!("k3d cluster delete {name}"),
+                    _ => format!("kind delete cluster --name {name}"),
+                };
                 return Err(ClusterError::Setup(format!(
-                    "kind cluster {name} exists and the experiment says reuse: false; delete it (kind delete cluster --name {name}) or pick another name with --cluster-name"
+                    "{} cluster {name} exists and the experiment says reuse: false; delete it ({delete}) or pick another name with --cluster-name",
+                    provider.as_str()
                 )));
             }
-            step(&format!("reusing kind cluster {name}"));
+            step(&format!("reusing {} cluster {name}", provider.as_str()));
+            profile = match provider {
+                Provider::K3d => opts.k3d_config.clone().or(spec_config),
+                _ => Some(
+                    opts.kind_config
+                        .clone()
+                        .or(spec_config)
+                        .unwrap_or_else(|| PathBuf::from("kind-configs/fast.yaml")),
+                ),
+            }
+            .map(|p| p.display().to_string());
         } else {
+            let (config, image) = match provider {
+                Provider::K3d => k3d_config(&name, opts, spec_config)?,
+                _ => (
+                    opts.kind_config
+                        .clone()
+                        .or(spec_config)
+                        .unwrap_or_else(|| PathBuf::from("kind-configs/fast.yaml")),
+                    opts.node_image
+                        .clone()
+                        .unwrap_or_else(|| default_node_image(&opts.cache_dir)),
+                ),
+            };
             if !config.is_file() {
                 return Err(ClusterError::Setup(format!(
-                    "kind config {} not found; give --kind-config or cluster.config in the experiment",
-                    config.display()
+                    "{} config {} not found; give --{}-config or cluster.config in the experiment",
+                    provider.as_str(),
+                    config.display(),
+                    provider.as_str()
                 )));
             }
-            let image = opts
-                .node_image
-                .clone()
-                .unwrap_or_else(|| default_node_image(&opts.cache_dir));
             step(&format!(
-                "creating kind cluster {name} from {} with {image}",
+                "creating {} cluster {name} from {} with {image}",
+                provider.as_str(),
                 config.display()
             ));
-            kind.create(&config, &image, &docker).await?;
+            local.create(&config, &image, &docker).await?;
             created = true;
+            profile = Some(config.display().to_string());
         }
-        let (client, server) = client_for_kind(&kind).await?;
+        let (client, server) = client_for_local(&local).await?;
         Ok(Env {
             hooks_log: opts.hooks_log.clone(),
             client,
             server,
             session: Session {
-                provider: Provider::Kind,
-                kind_cluster: Some(name),
-                context: Some(kind.context()),
-                profile: Some(config.display().to_string()),
+                provider,
+                cluster: Some(name),
+                context: Some(local.context()),
+                profile,
                 power_hooks: opts.power_hooks.clone(),
                 node_control: opts.node_control,
                 test_nodes: true,
             },
             docker: Some(docker),
-            kind: Some(kind),
+            local: Some(local),
             created,
         })
     }
@@ -239,7 +298,7 @@ impl Env {
         if let Some(image) = user_image {
             return Ok((image.to_string(), false));
         }
-        let (Some(docker), Some(kind)) = (&self.docker, &self.kind) else {
+        let (Some(docker), Some(local)) = (&self.docker, &self.local) else {
             return Err(ClusterError::Setup(
                 "on an existing cluster, set workload.image to an image of nodedown pushed to a registry the cluster can pull from (see README)".into(),
             ));
@@ -251,7 +310,7 @@ impl Env {
             std::env::temp_dir().join(format!("nodedown-image-{}.tar", std::process::id()));
         let reference = crate::workload::image::write_archive(&files, &archive)
             .map_err(|e| ClusterError::Setup(e.to_string()))?;
-        let result = load_into_nodes(docker, &kind.name, &reference, &archive, step).await;
+        let result = load_into_nodes(docker, local, &reference, &archive, step).await;
         let _ = std::fs::remove_file(&archive);
         result?;
         Ok((reference, true))
@@ -263,25 +322,59 @@ impl Env {
         self.session.node_control
     }
 
-    /// Deletes a kind cluster this invocation created, unless retained.
+    /// Deletes a kind or k3d cluster this invocation created, unless retained.
     pub async fn finish(&self, retain: bool) -> Result<(), ClusterError> {
-        if let (true, false, Some(kind)) = (self.created, retain, &self.kind) {
-            kind.delete().await?;
+        if let (true, false, Some(local)) = (self.created, retain, &self.local) {
+            local.delete().await?;
         }
         Ok(())
     }
 }
 
-/// Imports an image archive into every running node of a kind cluster that lacks it, as
-/// `kind load image-archive` does.
+/// The k3d config to create cluster `name` from and its k3s image: the user's file (`--k3d-config`
+/// or the experiment's `cluster.config`), else nodedown's fast profile written to the run's
+/// output directory (`k3d-config.yaml`).
+fn k3d_config(
+    name: &str,
+    opts: &ClusterOptions,
+    spec_config: Option<PathBuf>,
+) -> Result<(PathBuf, String), ClusterError> {
+    if let Some(path) = opts.k3d_config.clone().or(spec_config) {
+        let written = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|y| k3d::config_image(&y));
+        let image = opts
+            .node_image
+            .clone()
+            .or(written)
+            .unwrap_or_else(|| k3d::K3S_IMAGE.to_string());
+        return Ok((path, image));
+    }
+    let image = opts
+        .node_image
+        .clone()
+        .unwrap_or_else(|| k3d::K3S_IMAGE.to_string());
+    let dir = opts.out.clone().unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("k3d-config-{name}.yaml"));
+    let config = k3d::fast_config(name, &image, 3, crate::workload::DEFAULT_SHARED_DIR);
+    std::fs::write(&path, config)?;
+    Ok((path, image))
+}
+
+/// Imports an image archive into every running node of the cluster that lacks it, as
+/// `kind load image-archive` and `k3d image import` do.
 async fn load_into_nodes(
     docker: &DockerNodes,
-    cluster: &str,
+    cluster: &LocalCluster,
     reference: &str,
     archive: &Path,
     step: &dyn Fn(&str),
 ) -> Result<(), ClusterError> {
-    for container in docker.cluster_containers(cluster).await? {
+    for container in docker
+        .cluster_containers(cluster.name(), cluster.flavor())
+        .await?
+    {
         if !docker.is_running(&container).await? {
             continue;
         }
@@ -338,9 +431,12 @@ pub fn resolve_context(context: Option<&str>) -> Result<String, ClusterError> {
 /// Whether these experiments run on an existing cluster (not a kind cluster nodedown manages).
 pub fn targets_existing(experiments: &[(PathBuf, Experiment)], opts: &ClusterOptions) -> bool {
     opts.context.is_some()
-        || experiments
-            .iter()
-            .any(|(_, e)| e.cluster.provider == Provider::Existing)
+        || match opts.provider {
+            Some(p) => p == Provider::Existing,
+            None => experiments
+                .iter()
+                .any(|(_, e)| e.cluster.provider == Provider::Existing),
+        }
 }
 
 /// The guard against faulting the wrong cluster: a destructive run on an existing cluster needs

@@ -1,13 +1,15 @@
-//! Clusters (effectful): kind clusters created or reused through the `kind` CLI, node
-//! containers reached through the Docker API (bollard), and the kube client for either a kind
-//! cluster or an existing cluster from kubeconfig.
+//! Clusters (effectful): kind and k3d clusters created or reused through their CLIs (one
+//! [`LocalCluster`] seam), node containers reached through the Docker API (bollard), and the
+//! kube client for either such a cluster or an existing cluster from kubeconfig.
 
 mod docker;
 mod env;
+pub mod k3d;
 pub use docker::*;
 pub use env::{
     describe_target, facts, guard, resolve_context, targets_existing, ClusterOptions, Env, Session,
 };
+pub use k3d::K3d;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -15,17 +17,25 @@ use tokio::process::Command;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    #[error("cannot run `{bin}`: {source}; install kind or run testenv/up (it builds kind offline), or give --kind (NODEDOWN_KIND)")]
-    KindMissing { bin: String, source: std::io::Error },
-    #[error("`kind {args}` failed: {stderr}")]
-    Kind { args: String, stderr: String },
+    #[error("cannot run `{bin}`: {source}; {hint}")]
+    ToolMissing {
+        bin: String,
+        source: std::io::Error,
+        hint: &'static str,
+    },
+    #[error("`{tool} {args}` failed: {stderr}")]
+    Tool {
+        tool: &'static str,
+        args: String,
+        stderr: String,
+    },
     #[error("docker: {0}; is the Docker engine running? (testenv/up starts it)")]
     Docker(#[from] bollard::errors::Error),
-    #[error("node image {image} is not in the Docker engine; run testenv/up to build it")]
-    NodeImageMissing { image: String },
+    #[error("node image {image} is not in the Docker engine; {hint}")]
+    NodeImageMissing { image: String, hint: String },
     #[error("kubeconfig: {0}")]
     Kubeconfig(String),
-    #[error("node {node}: no container of kind cluster {cluster} has that name")]
+    #[error("node {node}: no node container of {cluster} has that name")]
     NoContainer { node: String, cluster: String },
     #[error("in node {container}, `{command}` exited with {code}: {output}")]
     Exec {
@@ -42,6 +52,48 @@ pub enum ClusterError {
 
 /// Where testenv/build-k8s.sh caches kind below its cache directory.
 const TESTENV_KIND: &str = "kind-v0.33.0/kind";
+const KIND_HINT: &str =
+    "install kind or run testenv/up (it builds kind offline), or give --kind (NODEDOWN_KIND)";
+
+/// `tool` on PATH, else `fallback` (testenv's cached build).
+fn find_tool(tool: &str, fallback: &Path) -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(tool))
+                .find(|k| k.is_file())
+        })
+        .unwrap_or_else(|| fallback.to_path_buf())
+}
+
+/// Runs a cluster tool's CLI; its stdout, or its stderr's last lines as the error.
+async fn run_tool(
+    tool: &'static str,
+    bin: &Path,
+    hint: &'static str,
+    args: &[&str],
+) -> Result<String, ClusterError> {
+    let out = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .map_err(|source| ClusterError::ToolMissing {
+            bin: bin.display().to_string(),
+            source,
+            hint,
+        })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
+        return Err(ClusterError::Tool {
+            tool,
+            args: args.join(" "),
+            stderr: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
 
 /// A kind cluster, driven through the kind CLI.
 #[derive(Debug, Clone)]
@@ -51,44 +103,18 @@ pub struct Kind {
 }
 
 impl Kind {
-    /// The cluster `name`, driven by `opts.kind_bin`, else `kind` on PATH, else testenv's
-    /// cached build.
-    pub fn new(name: &str, opts: &ClusterOptions) -> Kind {
-        let bin = opts.kind_bin.clone().unwrap_or_else(|| {
-            let on_path = std::env::var_os("PATH")
-                .map(|p| {
-                    std::env::split_paths(&p)
-                        .map(|d| d.join("kind"))
-                        .find(|k| k.is_file())
-                })
-                .unwrap_or_default();
-            on_path.unwrap_or_else(|| opts.cache_dir.join(TESTENV_KIND))
-        });
+    /// The cluster `name`, driven by `bin`, else `kind` on PATH, else testenv's cached build.
+    pub fn new(name: &str, bin: Option<&Path>, cache_dir: &Path) -> Kind {
         Kind {
             name: name.to_string(),
-            bin,
+            bin: bin
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| find_tool("kind", &cache_dir.join(TESTENV_KIND))),
         }
     }
 
     async fn kind(&self, args: &[&str]) -> Result<String, ClusterError> {
-        let out = Command::new(&self.bin)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .await
-            .map_err(|source| ClusterError::KindMissing {
-                bin: self.bin.display().to_string(),
-                source,
-            })?;
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let tail: Vec<&str> = stderr.lines().rev().take(12).collect();
-            return Err(ClusterError::Kind {
-                args: args.join(" "),
-                stderr: tail.into_iter().rev().collect::<Vec<_>>().join("\n"),
-            });
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        run_tool("kind", &self.bin, KIND_HINT, args).await
     }
 
     pub async fn exists(&self) -> Result<bool, ClusterError> {
@@ -108,6 +134,7 @@ impl Kind {
         if !docker.image_exists(image).await? {
             return Err(ClusterError::NodeImageMissing {
                 image: image.to_string(),
+                hint: "run testenv/up to build it, or give --node-image".into(),
             });
         }
         let config = config.display().to_string();
@@ -136,10 +163,76 @@ impl Kind {
     }
 }
 
-/// A kube client for a kind cluster (from its own kubeconfig, whatever ~/.kube/config says),
-/// with the API server's URL.
-pub async fn client_for_kind(kind: &Kind) -> Result<(kube::Client, String), ClusterError> {
-    let yaml = kind.kubeconfig().await?;
+/// A cluster nodedown creates, reuses and deletes itself, whose nodes are Docker containers.
+#[derive(Debug, Clone)]
+pub enum LocalCluster {
+    Kind(Kind),
+    K3d(K3d),
+}
+
+impl LocalCluster {
+    pub fn name(&self) -> &str {
+        match self {
+            LocalCluster::Kind(k) => &k.name,
+            LocalCluster::K3d(k) => &k.name,
+        }
+    }
+
+    pub fn flavor(&self) -> NodeFlavor {
+        match self {
+            LocalCluster::Kind(_) => NodeFlavor::Kind,
+            LocalCluster::K3d(k) => k.flavor(),
+        }
+    }
+
+    pub fn context(&self) -> String {
+        match self {
+            LocalCluster::Kind(k) => k.context(),
+            LocalCluster::K3d(k) => k.context(),
+        }
+    }
+
+    pub async fn exists(&self) -> Result<bool, ClusterError> {
+        match self {
+            LocalCluster::Kind(k) => k.exists().await,
+            LocalCluster::K3d(k) => k.exists().await,
+        }
+    }
+
+    /// Creates the cluster from the tool's own config file, with node image `image`.
+    pub async fn create(
+        &self,
+        config: &Path,
+        image: &str,
+        docker: &DockerNodes,
+    ) -> Result<(), ClusterError> {
+        match self {
+            LocalCluster::Kind(k) => k.create(config, image, docker).await,
+            LocalCluster::K3d(k) => k.create(config, image, docker).await,
+        }
+    }
+
+    pub async fn delete(&self) -> Result<(), ClusterError> {
+        match self {
+            LocalCluster::Kind(k) => k.delete().await,
+            LocalCluster::K3d(k) => k.delete().await,
+        }
+    }
+
+    pub async fn kubeconfig(&self) -> Result<String, ClusterError> {
+        match self {
+            LocalCluster::Kind(k) => k.kubeconfig().await,
+            LocalCluster::K3d(k) => k.kubeconfig().await,
+        }
+    }
+}
+
+/// A kube client for a cluster nodedown manages (from the tool's own kubeconfig, whatever
+/// ~/.kube/config says), with the API server's URL.
+pub async fn client_for_local(
+    cluster: &LocalCluster,
+) -> Result<(kube::Client, String), ClusterError> {
+    let yaml = cluster.kubeconfig().await?;
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml)
         .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())

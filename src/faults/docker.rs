@@ -1,4 +1,4 @@
-//! The kind backend: node containers through the Docker API. A power-off is a SIGKILL of the
+//! The container backend: the node containers of a kind or k3d cluster through the Docker API. A power-off is a SIGKILL of the
 //! node container (time zero from Docker's own `die` event); the other faults run commands
 //! inside it (docker exec goes through the Docker daemon, so it works while the node is cut off
 //! from the network).
@@ -7,7 +7,7 @@ use super::{
     heal_partition_script, partition_script, Backend, Effect, NodeControl, NodeError, NodeFault,
     PowerState,
 };
-use crate::cluster::DockerNodes;
+use crate::cluster::{DockerNodes, NodeFlavor, Restart};
 use crate::spec::FaultKind;
 use crate::timeline::TimeZeroBasis;
 use futures::future::BoxFuture;
@@ -20,16 +20,32 @@ const DIE_EVENT_TIMEOUT: Duration = Duration::from_secs(5);
 #[derive(Clone)]
 pub struct DockerNodeControl {
     docker: DockerNodes,
+    flavor: NodeFlavor,
 }
 
 impl DockerNodeControl {
-    pub fn new(docker: DockerNodes) -> DockerNodeControl {
-        DockerNodeControl { docker }
+    pub fn new(docker: DockerNodes, flavor: NodeFlavor) -> DockerNodeControl {
+        DockerNodeControl { docker, flavor }
     }
 
-    /// kind names each node container after its node.
+    /// kind and k3d both name each node container after its node (the container's hostname,
+    /// which the kubelet registers as the node name).
     fn container(node: &str) -> &str {
         node
+    }
+
+    /// A fault that needs systemd in the node (kind's), refused on k3s nodes with the reason.
+    fn needs_systemd(&self, fault: &str) -> Result<(), NodeError> {
+        if self.flavor.runs_systemd() {
+            return Ok(());
+        }
+        Err(NodeError::Unsupported {
+            backend: "docker",
+            fault: format!(
+                "{fault} on {} nodes (k3s runs the kubelet inside its own process, with no systemd to stop it or to shut the node down cleanly)",
+                self.flavor.as_str()
+            ),
+        })
     }
 
     async fn apply_fault(&self, fault: &NodeFault) -> Result<Effect, NodeError> {
@@ -38,9 +54,10 @@ impl DockerNodeControl {
             // A clean power-off: systemd in the node shuts down (logind tells the kubelet, which
             // terminates pods within its shutdownGracePeriod), then the container exits.
             FaultKind::NodeShutdown if fault.graceful => {
+                self.needs_systemd("a graceful node-shutdown")?;
                 // kind's `on-failure:1` would bring the node straight back (a poweroff inside a
                 // container exits non-zero): a poweroff must stay off until the heal.
-                self.docker.set_restart_on_failure(c, None).await?;
+                self.docker.set_restart_policy(c, Restart::No).await?;
                 self.docker
                     .exec(c, &["systemctl", "poweroff"], None)
                     .await?;
@@ -73,6 +90,7 @@ impl DockerNodeControl {
                 }
             }
             FaultKind::KubeletStop => {
+                self.needs_systemd("kubelet-stop")?;
                 self.docker
                     .exec(c, &["systemctl", "stop", "kubelet"], None)
                     .await?;
@@ -129,16 +147,20 @@ impl DockerNodeControl {
         let c = Self::container(node);
         match kind {
             FaultKind::NodeShutdown => {
-                // Back to kind's restart policy (a graceful poweroff turned it off).
-                self.docker.set_restart_on_failure(c, Some(1)).await?;
+                // Back to the tool's restart policy (a graceful poweroff turned it off).
+                self.docker
+                    .set_restart_policy(c, self.flavor.restart_policy())
+                    .await?;
                 self.docker.start(c).await?
             }
             FaultKind::NodeFreeze => self.docker.unpause(c).await?,
-            FaultKind::KubeletStop => {
+            FaultKind::KubeletStop if self.flavor.runs_systemd() => {
                 self.docker
                     .exec(c, &["systemctl", "start", "kubelet"], None)
                     .await?;
             }
+            // Never applied there (see apply).
+            FaultKind::KubeletStop => {}
             FaultKind::NetworkPartition => {
                 self.docker
                     .exec(c, &["sh", "-c", &heal_partition_script()], None)
@@ -157,14 +179,16 @@ impl NodeControl for DockerNodeControl {
     }
 
     fn supports_graceful_shutdown(&self) -> bool {
-        true
+        self.flavor.runs_systemd()
     }
 
     fn supports(&self, kind: FaultKind) -> bool {
+        if kind == FaultKind::KubeletStop {
+            return self.flavor.runs_systemd();
+        }
         matches!(
             kind,
             FaultKind::NodeShutdown
-                | FaultKind::KubeletStop
                 | FaultKind::NetworkPartition
                 | FaultKind::NodeFreeze
                 | FaultKind::ContainerKill
@@ -173,14 +197,17 @@ impl NodeControl for DockerNodeControl {
 
     fn check_node<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), NodeError>> {
         async move {
-            // The kind label proves the container is a node of a kind cluster.
+            // The tool's cluster label proves the container is a node of such a cluster.
             self.docker
-                .cluster_of(Self::container(node))
+                .cluster_of(Self::container(node), self.flavor)
                 .await
                 .map(|_| ())
                 .map_err(|e| NodeError::Node {
                     node: node.into(),
-                    detail: format!("not a kind node container this harness can reach: {e}"),
+                    detail: format!(
+                        "not a {} node container this harness can reach: {e}",
+                        self.flavor.as_str()
+                    ),
                 })
         }
         .boxed()

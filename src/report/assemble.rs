@@ -107,6 +107,7 @@ pub fn run_result_with(
         fault: run.fault.kind.as_str().to_string(),
         remediation: run.remediation.name().to_string(),
         remediation_detail: timeline.remediation_detail.clone(),
+        provider: Some(run.cluster.provider.as_str().to_string()),
         profile: run.cluster.config.as_ref().map(|p| p.display().to_string()),
         started: events.first().map(|e| e.wall.clone()),
         duration_ms,

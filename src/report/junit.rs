@@ -108,6 +108,7 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
         ("verdict".into(), verdict.into()),
     ];
     let optional = [
+        ("provider", &run.provider),
         ("profile", &run.profile),
         ("started", &run.started),
         ("target-node", &run.target_node),

@@ -62,7 +62,11 @@ pub struct RunResult {
     /// remediator did, and which field manager, where the API names it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediation_detail: Option<String>,
-    /// The kind config file (profile) the cluster was made from, when known.
+    /// Where the run happened: `kind`, `k3d` or `existing` (absent in results of nodedown
+    /// before k3d).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The kind or k3d config file (profile) the cluster was made from, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
     /// Wall clock of the run's first event.

@@ -352,6 +352,23 @@ impl Checker<'_> {
         let timeouts_path = origin(run.timeouts, &exp.timeouts, variant, "timeouts");
         let expect_path = origin(run.expect, &exp.expect, variant, "expect");
         self.pod_fault_remediation(run, &remediation_path)?;
+        if exp.cluster.provider == Provider::K3d {
+            let fault_path = origin(run.fault, &exp.fault, variant, "fault");
+            let (field, what) = if run.fault.kind == crate::spec::FaultKind::KubeletStop {
+                (format!("{fault_path}.kind"), "kubelet-stop")
+            } else if run.fault.graceful {
+                (format!("{fault_path}.graceful"), "a graceful node-shutdown")
+            } else {
+                (String::new(), "")
+            };
+            if !what.is_empty() {
+                return Err(self.fail(
+                    &field,
+                    format!("{what} cannot run on k3d nodes: k3s runs the kubelet inside its own process, with no systemd to stop it or to shut the node down cleanly"),
+                    "use `provider: kind` for this fault, or a fault k3d nodes can take: node-shutdown (hard), network-partition, node-freeze, pod-delete, container-kill",
+                ));
+            }
+        }
 
         let recovery = run.timeouts.recovery;
         let recovery_field = format!("{timeouts_path}.recovery");
@@ -453,14 +470,14 @@ pub(super) fn validate(exp: &Experiment, file: &Path, tree: &Node) -> Result<(),
                 ));
             }
         }
-        Provider::Kind => {
+        Provider::Kind | Provider::K3d => {
             if let (Some(config), Some(resolved)) =
                 (&exp.cluster.config, cluster_config_path(file, &exp.cluster))
             {
                 if !resolved.is_file() {
                     return Err(check.fail(
                         "cluster.config",
-                        format!("kind config `{}` not found (looked for {})", config.display(), resolved.display()),
+                        format!("{} config `{}` not found (looked for {})", exp.cluster.provider.as_str(), config.display(), resolved.display()),
                         "the path is relative to the experiment file's directory: fix it, or remove `config` \
                          to use the default profile",
                     ));

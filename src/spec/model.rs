@@ -88,11 +88,12 @@ impl Experiment {
 pub struct ClusterSpec {
     #[serde(default)]
     pub provider: Provider,
-    /// kind config file, relative to the experiment file's directory (kept as written; resolve
-    /// it with [`crate::spec::cluster_config_path`]). Default: the fast profile.
+    /// The provider's own config file (kind: a kind config; k3d: a k3d config), relative to
+    /// the experiment file's directory (kept as written; resolve it with
+    /// [`crate::spec::cluster_config_path`]). Default: the fast profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<PathBuf>,
-    /// Cluster name (kind) to create or reuse.
+    /// Cluster name (kind, k3d) to create or reuse.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Reuse a cluster of that name when it exists (default true).
@@ -120,10 +121,23 @@ impl Default for ClusterSpec {
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Provider {
+    /// A kind cluster nodedown creates or reuses.
     #[default]
     Kind,
+    /// A k3d cluster (k3s in Docker) nodedown creates or reuses.
+    K3d,
     /// An existing cluster, reached through kubeconfig / `--context`.
     Existing,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Kind => "kind",
+            Provider::K3d => "k3d",
+            Provider::Existing => "existing",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
