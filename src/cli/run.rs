@@ -364,6 +364,17 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             Err(e) => error(format!("run {}: {e}", planned.id)),
         }
     }
+    if !(env.will_delete(args.retain)) {
+        progress.step("waiting for the runs' namespaces to finish terminating");
+        match runner::wait_namespaces_gone(&env.client).await {
+            Ok(left) if left.is_empty() => {}
+            Ok(left) => error(format!(
+                "namespaces still terminating after 2 minutes: {}",
+                left.join(", ")
+            )),
+            Err(e) => error(format!("cannot list the runs' namespaces: {e}")),
+        }
+    }
     progress.finish();
     if let Err(e) = env.finish(args.retain).await {
         error(format!("deleting the cluster: {e}"));

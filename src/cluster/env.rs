@@ -322,6 +322,11 @@ impl Env {
         self.session.node_control
     }
 
+    /// Whether [`Env::finish`] will delete the cluster (created here, not retained).
+    pub fn will_delete(&self, retain: bool) -> bool {
+        self.created && !retain && self.local.is_some()
+    }
+
     /// Deletes a kind or k3d cluster this invocation created, unless retained.
     pub async fn finish(&self, retain: bool) -> Result<(), ClusterError> {
         if let (true, false, Some(local)) = (self.created, retain, &self.local) {

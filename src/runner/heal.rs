@@ -6,8 +6,9 @@ use crate::journal::{Journal, Undo};
 use crate::observe::Recorder;
 use crate::remediation::{self, is_control_plane, node_is_ready};
 use crate::timeline::EventKind;
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume};
-use kube::api::DeleteParams;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, Pod};
+use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
 use std::sync::Arc;
 use std::time::Duration;
@@ -153,26 +154,62 @@ impl Healer {
                 Ok(())
             }
             Undo::DeleteNamespace { name } => {
-                // Wait until it is gone: its pods must stop writing before their storage
-                // directory is removed (a later undo), or a late pod would recreate it.
-                let api: Api<Namespace> = Api::all(self.client.clone());
-                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))?;
+                // Its pods must stop writing before their storage directory is removed (a later
+                // undo). The run is over and its evidence collected, so they get a 1 s grace
+                // period (nodedown's workload ignores SIGTERM as PID 1: its default 10 s grace
+                // was most of every heal). Their controllers go first so none comes back; a pod
+                // object disappears once the kubelet has stopped its containers.
+                let c = || self.client.clone();
+                let all = ListParams::default();
+                let background = DeleteParams::default();
+                ignore_missing(
+                    Api::<Deployment>::namespaced(c(), name)
+                        .delete_collection(&background, &all)
+                        .await
+                        .map(|_| ()),
+                )?;
+                ignore_missing(
+                    Api::<ReplicaSet>::namespaced(c(), name)
+                        .delete_collection(&background, &all)
+                        .await
+                        .map(|_| ()),
+                )?;
+                ignore_missing(
+                    Api::<StatefulSet>::namespaced(c(), name)
+                        .delete_collection(&background, &all)
+                        .await
+                        .map(|_| ()),
+                )?;
+                let pods: Api<Pod> = Api::namespaced(c(), name);
+                let quick = DeleteParams {
+                    grace_period_seconds: Some(1),
+                    ..Default::default()
+                };
+                ignore_missing(pods.delete_collection(&quick, &all).await.map(|_| ()))?;
                 let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
-                while api
-                    .get_opt(name)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .is_some()
-                {
+                loop {
+                    let left = match pods.list(&all).await {
+                        Ok(l) => l.items.len(),
+                        Err(e) if remediation::is_not_found(&e) => 0,
+                        Err(e) => return Err(e.to_string()),
+                    };
+                    if left == 0 {
+                        break;
+                    }
                     if tokio::time::Instant::now() >= deadline {
                         return Err(format!(
-                            "namespace {name} still terminating after {}s",
+                            "{left} pod(s) of namespace {name} still there after {}s",
                             NAMESPACE_TIMEOUT.as_secs()
                         ));
                     }
-                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    tokio::time::sleep(Duration::from_millis(250)).await;
                 }
-                Ok(())
+                // The namespace itself finishes terminating on its own (its claims' protection
+                // finalizers and the namespace controller's passes took another ~10 s); the
+                // next run uses a namespace of its own, and the invocation waits for all of
+                // them once at its end (`wait_namespaces_gone`).
+                let api: Api<Namespace> = Api::all(c());
+                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))
             }
             Undo::DeletePersistentVolume { name } => {
                 let api: Api<PersistentVolume> = Api::all(self.client.clone());
@@ -192,6 +229,29 @@ fn ignore_missing(r: Result<(), kube::Error>) -> Result<(), String> {
         Ok(()) => Ok(()),
         Err(e) if remediation::is_not_found(&e) => Ok(()),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Waits until no namespace of a nodedown run (label `nodedown.dev/run`) is terminating, at
+/// most [`NAMESPACE_TIMEOUT`]; returns the ones still there.
+pub async fn wait_namespaces_gone(client: &Client) -> Result<Vec<String>, String> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let runs = ListParams::default().labels(crate::workload::RUN_LABEL);
+    let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
+    loop {
+        let terminating: Vec<String> = api
+            .list(&runs)
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .into_iter()
+            .filter(|n| n.metadata.deletion_timestamp.is_some())
+            .filter_map(|n| n.metadata.name)
+            .collect();
+        if terminating.is_empty() || tokio::time::Instant::now() >= deadline {
+            return Ok(terminating);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 

@@ -22,6 +22,7 @@ use crate::timeline::{Event, EventKind, Phase, Tracker};
 use crate::units::fmt_duration;
 use crate::workload::{StorageAccess, Workload};
 use heal::Healer;
+pub use heal::wait_namespaces_gone;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::ListParams;
 use kube::{Api, Client};
