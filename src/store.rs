@@ -3,7 +3,7 @@
 //! pure core, which takes the parsed contents.
 //!
 //! ```text
-//! <out>/session.json  order.txt  results.json  junit.xml  summary.md
+//! <out>/session.json  order.txt  invocation.json  results.json  junit.xml  summary.md
 //! <out>/<experiment>/<variant>/<rep>/run.json  events.jsonl  journal.jsonl
 //!                                   acks.jsonl  ledger/ledger.bin
 //! ```
@@ -24,6 +24,29 @@ pub const LEDGER_COPY: &str = "ledger/ledger.bin";
 pub const SESSION_FILE: &str = "session.json";
 /// The run ids in plan order.
 pub const ORDER_FILE: &str = "order.txt";
+/// Where the whole invocation's wall time went (`nodedown run` writes it at its end).
+pub const INVOCATION_FILE: &str = "invocation.json";
+
+/// The wall time of one `nodedown run` invocation, by part (milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvocationTimes {
+    /// From start to the first run: loading the experiments, creating or reusing the cluster,
+    /// loading the workload image into the nodes.
+    pub prepare_ms: u64,
+    /// The runs, one after the other.
+    pub runs_ms: u64,
+    /// After the last run: waiting for the runs' namespaces to go, deleting a cluster made here.
+    pub finish_ms: u64,
+    pub total_ms: u64,
+}
+
+/// The invocation's times, when the directory has them (a run interrupted before its end, or
+/// written by nodedown before they were recorded, has none).
+pub fn load_invocation(out: &Path) -> Option<InvocationTimes> {
+    let text = std::fs::read_to_string(out.join(INVOCATION_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
 
 /// Ledger evidence of a run: the checker's report and the acknowledgements observed.
 pub type LedgerEvidence = (IntegrityReport, Vec<Ack>);

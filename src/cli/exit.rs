@@ -90,6 +90,7 @@ mod tests {
         Report {
             schema_version: crate::report::SCHEMA_VERSION,
             tool: "nodedown test".into(),
+            invocation: None,
             experiments: vec![ExperimentResult {
                 name: "e".into(),
                 file: "e.yaml".into(),

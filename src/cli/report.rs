@@ -28,10 +28,10 @@ pub fn tool_version() -> String {
 
 /// Recomputes the report of every run below `dir` from the files of its run directories.
 pub fn build(dir: &Path) -> Result<Report, store::StoreError> {
-    Ok(report::assemble::report_with(
-        store::load_all(dir)?,
-        &tool_version(),
-    ))
+    let mut report = report::assemble::report_with(store::load_all(dir)?, &tool_version());
+    report.invocation =
+        store::load_invocation(dir).map(|t| report::assemble::invocation(&report, t));
+    Ok(report)
 }
 
 pub fn render(report: &Report, format: Format) -> String {

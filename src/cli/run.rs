@@ -283,6 +283,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     cluster_opts.out = Some(out.clone());
     let progress = Progress::new(quiet);
     let step = |s: &str| progress.step(s);
+    let invocation_start = std::time::Instant::now();
     let env = match Env::prepare(&experiments, &cluster_opts, &step).await {
         Ok(env) => env,
         Err(e) => {
@@ -335,6 +336,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     let mut interrupted = false;
     let total = runs.len();
     let runs_start = std::time::Instant::now();
+    let prepare_ms = invocation_start.elapsed().as_millis() as u64;
     for (i, planned) in runs.iter().enumerate() {
         let mut planned = planned.clone();
         // What the run really used: `--provider` may have switched away from the experiment's
@@ -364,6 +366,8 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             Err(e) => error(format!("run {}: {e}", planned.id)),
         }
     }
+    let runs_ms = runs_start.elapsed().as_millis() as u64;
+    let finish_start = std::time::Instant::now();
     if !(env.will_delete(args.retain)) {
         progress.step("waiting for the runs' namespaces to finish terminating");
         match runner::wait_namespaces_gone(&env.client).await {
@@ -378,6 +382,17 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     progress.finish();
     if let Err(e) = env.finish(args.retain).await {
         error(format!("deleting the cluster: {e}"));
+    }
+    if !interrupted {
+        let times = crate::store::InvocationTimes {
+            prepare_ms,
+            runs_ms,
+            finish_ms: finish_start.elapsed().as_millis() as u64,
+            total_ms: invocation_start.elapsed().as_millis() as u64,
+        };
+        if let Ok(json) = serde_json::to_string_pretty(&times) {
+            let _ = std::fs::write(out.join(crate::store::INVOCATION_FILE), json);
+        }
     }
     let report = match build(&out) {
         Ok(r) => r,

@@ -2,11 +2,13 @@
 //! `events.jsonl` (the [`Event`]s). Pure: everything is recomputed from these two.
 
 use super::{
-    CounterChangeResult, Environment, ExperimentResult, IntegrityResult, PhaseResult, Report,
-    RunResult, StageTime, TimeZeroResult, VariantSummary, WriteOutage, SCHEMA_VERSION,
+    CounterChangeResult, Environment, ExperimentResult, IntegrityResult, InvocationResult,
+    PhaseResult, Report, RunResult, StageTime, TimeZeroResult, VariantSummary, WriteOutage,
+    SCHEMA_VERSION,
 };
 use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
+use crate::store::InvocationTimes;
 use crate::timeline::{analyze, Event, EventKind};
 use crate::verdict::{combine, evaluate, evaluate_integrity};
 
@@ -250,7 +252,38 @@ pub fn report_with(
     Report {
         schema_version: SCHEMA_VERSION,
         tool: format!("nodedown {tool_version}"),
+        invocation: None,
         experiments,
+    }
+}
+
+/// The stage of a run that is the failover itself (fault to recovery); every other stage is
+/// the harness's own time.
+pub const FAILOVER_STAGE: &str = "fault";
+
+/// The invocation's wall time with the failovers' share of it, from its recorded `times` and
+/// the runs' stages.
+pub fn invocation(report: &Report, times: InvocationTimes) -> InvocationResult {
+    let failover_ms: u64 = report
+        .experiments
+        .iter()
+        .flat_map(|e| &e.runs)
+        .flat_map(|r| &r.stages_ms)
+        .filter(|s| s.stage == FAILOVER_STAGE)
+        .map(|s| s.ms)
+        .sum();
+    let share = if times.total_ms == 0 {
+        0.0
+    } else {
+        1.0 - (failover_ms.min(times.total_ms) as f64 / times.total_ms as f64)
+    };
+    InvocationResult {
+        total_ms: times.total_ms,
+        prepare_ms: times.prepare_ms,
+        runs_ms: times.runs_ms,
+        finish_ms: times.finish_ms,
+        failover_ms,
+        harness_share: (share * 1000.0).round() / 1000.0,
     }
 }
 
@@ -309,6 +342,42 @@ mod tests {
         let r = run_result(&run, &ev);
         assert_eq!(r.error.as_deref(), Some("heal failed"));
         assert_eq!(r.verdict, Verdict::Unknown);
+    }
+
+    /// Synthetic stages (two runs of the golden report given made-up stage times).
+    #[test]
+    fn harness_share_is_all_but_the_fault_stages() {
+        let mut rep = fixtures::golden_report();
+        let stages = |fault: u64| {
+            ["setup", "steady-state", FAILOVER_STAGE, "heal"]
+                .iter()
+                .zip([100, 3_000, fault, 6_000])
+                .map(|(s, ms)| StageTime {
+                    stage: s.to_string(),
+                    ms,
+                })
+                .collect::<Vec<_>>()
+        };
+        rep.experiments[0].runs[0].stages_ms = stages(30_000);
+        rep.experiments[0].runs[1].stages_ms = stages(20_000);
+        let times = InvocationTimes {
+            prepare_ms: 10_000,
+            runs_ms: 68_200,
+            finish_ms: 1_800,
+            total_ms: 80_000,
+        };
+        let inv = invocation(&rep, times);
+        assert_eq!(inv.failover_ms, 50_000);
+        assert_eq!(inv.harness_share, 0.375);
+        assert_eq!((inv.prepare_ms, inv.total_ms), (10_000, 80_000));
+        let md = crate::report::markdown::render(&Report {
+            invocation: Some(inv),
+            ..rep
+        });
+        assert!(
+            md.contains("Wall time of the invocation: 1m20s") && md.contains("harness share 38%"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -94,6 +94,20 @@ fn render_with(report: &Report, evidence: bool) -> String {
              got there; `—`: never happened.\n",
         );
     }
+    if let Some(inv) = &report.invocation {
+        let d = |ms: u64| crate::units::fmt_duration(std::time::Duration::from_millis(ms));
+        let _ = writeln!(
+            out,
+            "\nWall time of the invocation: {} — preparing the cluster {} · runs {} (failover {}) · \
+             finishing {}; harness share {:.0}% (all but the failovers).",
+            d(inv.total_ms),
+            d(inv.prepare_ms),
+            d(inv.runs_ms),
+            d(inv.failover_ms),
+            d(inv.finish_ms),
+            inv.harness_share * 100.0
+        );
+    }
     for exp in &report.experiments {
         experiment(&mut out, exp, evidence);
     }
@@ -510,6 +524,7 @@ mod tests {
         let r = Report {
             schema_version: 1,
             tool: "nodedown test".into(),
+            invocation: None,
             experiments: vec![],
         };
         assert_eq!(

@@ -15,7 +15,30 @@ pub struct Report {
     pub schema_version: u32,
     /// `nodedown <version>`.
     pub tool: String,
+    /// Where the whole invocation's wall time went; absent when it did not finish normally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocation: Option<InvocationResult>,
     pub experiments: Vec<ExperimentResult>,
+}
+
+/// The wall time of the `nodedown run` that wrote the results, and how much of it was the
+/// failovers themselves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InvocationResult {
+    pub total_ms: u64,
+    /// Loading, creating or reusing the cluster, loading the workload image.
+    pub prepare_ms: u64,
+    /// The runs, one after the other.
+    pub runs_ms: u64,
+    /// Waiting for the runs' namespaces to go, deleting a cluster made by the invocation.
+    pub finish_ms: u64,
+    /// The sum of the runs' `fault` stages: from the fault to recovery (or to the end of
+    /// observation) — the failover being measured.
+    pub failover_ms: u64,
+    /// The share of `totalMs` that was not failover: the harness's own overhead (setup, steady
+    /// state, healing, cluster and image preparation), 0 to 1.
+    pub harness_share: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
