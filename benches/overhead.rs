@@ -85,7 +85,9 @@ fn main() {
             s(&inv["failoverMs"]),
             inv["harnessShare"].as_f64().unwrap_or(f64::NAN) * 100.0
         ),
-        None => println!("invocation: not recorded (the run did not finish normally)"),
+        None => println!(
+            "invocation: not recorded (interrupted, or written by a nodedown before invocation.json)"
+        ),
     }
     let mut stages: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut shares = Vec::new();

@@ -277,3 +277,25 @@ async fn the_container_backend_maps_k3d_nodes_and_restores_their_restart_policy(
         std::panic::resume_unwind(panic);
     }
 }
+
+#[test]
+fn provider_k3d_on_the_command_line_refuses_what_k3s_nodes_cannot_take() {
+    let o = nodedown()
+        .args([
+            "run",
+            "experiments/kubelet-stop.yaml",
+            "--provider",
+            "k3d",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("experiments/kubelet-stop.yaml: variant `")
+            && stderr.contains("kubelet-stop cannot run on k3d nodes")
+            && stderr.contains("--provider k3d"),
+        "{stderr}"
+    );
+}

@@ -200,6 +200,24 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
+    // `--provider k3d` over experiments written for kind: the faults k3d nodes cannot take are
+    // refused here, as `validate` refuses them in a file that says `provider: k3d`.
+    if args.provider == Some(ProviderArg::K3d) {
+        for (file, exp) in &experiments {
+            for v in exp.variant_specs() {
+                if let Some((_, what)) = crate::spec::refused_on_k3d(v.fault) {
+                    error(format!(
+                        "{}: variant `{}`: {what} {} (--provider k3d); {}",
+                        file.display(),
+                        v.name,
+                        crate::spec::K3D_REFUSAL,
+                        crate::spec::K3D_REFUSAL_FIX
+                    ));
+                    return EXIT_BAD_INPUT;
+                }
+            }
+        }
+    }
     let plan_opts = PlanOptions {
         repeat: args.repeat,
         only: args.only.clone(),

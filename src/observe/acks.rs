@@ -10,14 +10,40 @@ use crate::workload::ledger::{status_url_path, Status};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How often the status is polled.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
 
+/// The running ack poller: stopped when dropped.
+pub struct AckPoller {
+    handle: tokio::task::JoinHandle<()>,
+    recorded: Arc<AtomicU64>,
+}
+
+impl AckPoller {
+    /// How many acks it has recorded so far.
+    pub fn recorded(&self) -> u64 {
+        self.recorded.load(Ordering::SeqCst)
+    }
+
+    /// Stops it; every ack it recorded is in the file when this returns.
+    pub async fn stop(mut self) {
+        self.handle.abort();
+        let _ = (&mut self.handle).await;
+    }
+}
+
+impl Drop for AckPoller {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
 /// Polls the status port of `target` in `ns` (`pods/<name>`, or `services/<name>` whose
-/// endpoints are the Ready pods) through the API server's proxy until aborted, appending acks
+/// endpoints are the Ready pods) through the API server's proxy until stopped, appending acks
 /// to `path`. Each ack names the pod of the writer that gave it (from its status).
 pub fn spawn_ack_poller(
     client: kube::Client,
@@ -26,7 +52,9 @@ pub fn spawn_ack_poller(
     port: u16,
     path: &Path,
     recorder: Arc<Recorder>,
-) -> std::io::Result<tokio::task::JoinHandle<()>> {
+) -> std::io::Result<AckPoller> {
+    let recorded = Arc::new(AtomicU64::new(0));
+    let count = recorded.clone();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -39,7 +67,7 @@ pub fn spawn_ack_poller(
         .split_once('/')
         .map_or(target, |(_, name)| name)
         .to_string();
-    Ok(tokio::spawn(async move {
+    let handle = tokio::spawn(async move {
         // Highest acknowledged seq seen per incarnation (keyed by pod uid and start time).
         let mut seen: HashMap<(String, u64), u64> = HashMap::new();
         // Failures are expected while the node is down (the pod proxy answers 503): they are
@@ -96,10 +124,12 @@ pub fn spawn_ack_poller(
                         if let Err(e) = file.write_all(line.as_bytes()) {
                             tracing::error!("cannot append to acks.jsonl: {e}");
                         }
+                        count.fetch_add(1, Ordering::SeqCst);
                     }
                 }
             }
             tokio::time::sleep(POLL_INTERVAL).await;
         }
-    }))
+    });
+    Ok(AckPoller { handle, recorded })
 }

@@ -337,7 +337,7 @@ impl Steps {
     }
 
     /// Setup: the workload deployed, its watchers recording, the ledger's acks polled.
-    async fn setup(&self) -> Result<(Workload, Watch, Option<AbortOnDrop>), String> {
+    async fn setup(&self) -> Result<(Workload, Watch, Option<observe::AckPoller>), String> {
         let workload = Workload {
             spec: self.run.workload.clone(),
             namespace: namespace_name(&self.run),
@@ -366,7 +366,7 @@ impl Steps {
             .unwrap_or_else(|p| p.into_inner())
             .extend(watchers);
         let acks = match self.run.workload.kind {
-            WorkloadKind::Ledger => Some(AbortOnDrop(
+            WorkloadKind::Ledger => Some(
                 observe::spawn_ack_poller(
                     self.client.clone(),
                     &workload.namespace,
@@ -376,7 +376,7 @@ impl Steps {
                     self.recorder.clone(),
                 )
                 .map_err(|e| format!("creating {}: {e}", store::ACKS_FILE))?,
-            )),
+            ),
             WorkloadKind::Writer => None,
         };
         match crate::cluster::facts(&self.client, &self.run.workload.storage_class).await {
@@ -799,9 +799,16 @@ impl Steps {
         workload: &Workload,
         watch: &Watch,
         steady: &Steady,
-        acks: AbortOnDrop,
+        acks: observe::AckPoller,
     ) {
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Until the writes have resumed — an ack recorded after this point (the replacement's,
+        // or the old writer's back) — so the acks show the write outage's end; at most 3 s
+        // (nothing serves: the outage did not end within the observation).
+        let before = acks.recorded();
+        let until = Instant::now() + Duration::from_secs(3);
+        while acks.recorded() == before && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         acks.stop().await;
         let serving = watch.tracker.evidence_pod().map(|p| p.name.clone());
         let note = match workload
@@ -821,21 +828,6 @@ impl Steps {
 }
 
 /// Aborts a task when dropped (on every exit path of the run).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl AbortOnDrop {
-    async fn stop(mut self) {
-        self.0.abort();
-        let _ = (&mut self.0).await;
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 fn random_suffix() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();

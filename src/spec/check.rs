@@ -353,19 +353,12 @@ impl Checker<'_> {
         let expect_path = origin(run.expect, &exp.expect, variant, "expect");
         self.pod_fault_remediation(run, &remediation_path)?;
         if exp.cluster.provider == Provider::K3d {
-            let fault_path = origin(run.fault, &exp.fault, variant, "fault");
-            let (field, what) = if run.fault.kind == crate::spec::FaultKind::KubeletStop {
-                (format!("{fault_path}.kind"), "kubelet-stop")
-            } else if run.fault.graceful {
-                (format!("{fault_path}.graceful"), "a graceful node-shutdown")
-            } else {
-                (String::new(), "")
-            };
-            if !what.is_empty() {
+            if let Some((field, what)) = refused_on_k3d(run.fault) {
+                let fault_path = origin(run.fault, &exp.fault, variant, "fault");
                 return Err(self.fail(
-                    &field,
-                    format!("{what} cannot run on k3d nodes: k3s runs the kubelet inside its own process, with no systemd to stop it or to shut the node down cleanly"),
-                    "use `provider: kind` for this fault, or a fault k3d nodes can take: node-shutdown (hard), network-partition, node-freeze, pod-delete, container-kill",
+                    &format!("{fault_path}.{field}"),
+                    format!("{what} {K3D_REFUSAL}"),
+                    K3D_REFUSAL_FIX,
                 ));
             }
         }
@@ -429,6 +422,21 @@ impl Checker<'_> {
 
 /// Where a part that a variant's runs use is written: under the variant when the merge
 /// ([`Experiment::variant_specs`]) took the variant's own part, else the experiment's.
+/// Why a k3d node cannot take a fault, and what to do instead.
+pub const K3D_REFUSAL: &str = "cannot run on k3d nodes: k3s runs the kubelet inside its own process, with no systemd to stop it or to shut the node down cleanly";
+pub const K3D_REFUSAL_FIX: &str = "use `provider: kind` for this fault, or a fault k3d nodes can take: node-shutdown (hard), network-partition, node-freeze, pod-delete, container-kill";
+
+/// The field and the name of a fault a k3d node cannot take (`None`: it can). Pure.
+pub fn refused_on_k3d(fault: &crate::spec::FaultSpec) -> Option<(&'static str, &'static str)> {
+    if fault.kind == crate::spec::FaultKind::KubeletStop {
+        Some(("kind", "kubelet-stop"))
+    } else if fault.graceful {
+        Some(("graceful", "a graceful node-shutdown"))
+    } else {
+        None
+    }
+}
+
 fn origin<T>(used: &T, experiments: &T, variant: Option<usize>, field: &str) -> String {
     match variant {
         Some(i) if !std::ptr::eq(used, experiments) => format!("variants[{i}].{field}"),

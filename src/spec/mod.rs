@@ -4,5 +4,6 @@ mod check;
 mod load;
 mod model;
 mod yaml;
+pub use check::{refused_on_k3d, K3D_REFUSAL, K3D_REFUSAL_FIX};
 pub use load::*;
 pub use model::*;
