@@ -5,7 +5,7 @@
 //! `k3d-NAME-agent-0..` (workers), each also the Kubernetes node's name; labels `k3d.cluster`
 //! and `k3d.role`; kubeconfig from `k3d kubeconfig get NAME`, context `k3d-NAME`.
 
-use super::{run_tool, ClusterError, DockerNodes, NodeFlavor};
+use super::{run_tool, ClusterError, NodeFlavor};
 use std::path::{Path, PathBuf};
 
 /// The k3s image a k3d cluster is created from when none is given (pull it first: nodedown
@@ -43,21 +43,8 @@ impl K3d {
     }
 
     /// Creates the cluster from `config` (a k3d config file: nodedown's generated one or the
-    /// user's), after checking that its k3s `image` is already in the Docker engine.
-    pub async fn create(
-        &self,
-        config: &Path,
-        image: &str,
-        docker: &DockerNodes,
-    ) -> Result<(), ClusterError> {
-        if !docker.image_exists(image).await? {
-            return Err(ClusterError::NodeImageMissing {
-                image: image.to_string(),
-                hint: format!(
-                    "pull it first (docker pull {image}); nodedown does not start image pulls"
-                ),
-            });
-        }
+    /// user's) with k3s image `image`.
+    pub async fn create(&self, config: &Path, image: &str) -> Result<(), ClusterError> {
         let config = config.display().to_string();
         self.k3d(&[
             "cluster", "create", &self.name, "--config", &config, "--image", image,

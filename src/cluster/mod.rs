@@ -125,18 +125,7 @@ impl Kind {
             .any(|l| l.trim() == self.name))
     }
 
-    pub async fn create(
-        &self,
-        config: &Path,
-        image: &str,
-        docker: &DockerNodes,
-    ) -> Result<(), ClusterError> {
-        if !docker.image_exists(image).await? {
-            return Err(ClusterError::NodeImageMissing {
-                image: image.to_string(),
-                hint: "run testenv/up to build it, or give --node-image".into(),
-            });
-        }
+    pub async fn create(&self, config: &Path, image: &str) -> Result<(), ClusterError> {
         let config = config.display().to_string();
         self.kind(&[
             "create", "cluster", "--name", &self.name, "--image", image, "--config", &config,
@@ -199,16 +188,29 @@ impl LocalCluster {
         }
     }
 
-    /// Creates the cluster from the tool's own config file, with node image `image`.
+    /// Creates the cluster from the tool's own config file, with node image `image` — which
+    /// must already be in the Docker engine (nodedown starts no image pulls).
     pub async fn create(
         &self,
         config: &Path,
         image: &str,
         docker: &DockerNodes,
     ) -> Result<(), ClusterError> {
+        if !docker.image_exists(image).await? {
+            let hint = match self {
+                LocalCluster::Kind(_) => "run testenv/up to build it, or give --node-image".into(),
+                LocalCluster::K3d(_) => format!(
+                    "pull it first (docker pull {image}); nodedown does not start image pulls"
+                ),
+            };
+            return Err(ClusterError::NodeImageMissing {
+                image: image.to_string(),
+                hint,
+            });
+        }
         match self {
-            LocalCluster::Kind(k) => k.create(config, image, docker).await,
-            LocalCluster::K3d(k) => k.create(config, image, docker).await,
+            LocalCluster::Kind(k) => k.create(config, image).await,
+            LocalCluster::K3d(k) => k.create(config, image).await,
         }
     }
 

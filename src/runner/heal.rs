@@ -162,30 +162,15 @@ impl Healer {
                 let c = || self.client.clone();
                 let all = ListParams::default();
                 let background = DeleteParams::default();
-                ignore_missing(
-                    Api::<Deployment>::namespaced(c(), name)
-                        .delete_collection(&background, &all)
-                        .await
-                        .map(|_| ()),
-                )?;
-                ignore_missing(
-                    Api::<ReplicaSet>::namespaced(c(), name)
-                        .delete_collection(&background, &all)
-                        .await
-                        .map(|_| ()),
-                )?;
-                ignore_missing(
-                    Api::<StatefulSet>::namespaced(c(), name)
-                        .delete_collection(&background, &all)
-                        .await
-                        .map(|_| ()),
-                )?;
+                delete_all::<Deployment>(c(), name, &background).await?;
+                delete_all::<ReplicaSet>(c(), name, &background).await?;
+                delete_all::<StatefulSet>(c(), name, &background).await?;
                 let pods: Api<Pod> = Api::namespaced(c(), name);
                 let quick = DeleteParams {
                     grace_period_seconds: Some(1),
                     ..Default::default()
                 };
-                ignore_missing(pods.delete_collection(&quick, &all).await.map(|_| ()))?;
+                delete_all::<Pod>(c(), name, &quick).await?;
                 let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
                 loop {
                     let left = match pods.list(&all).await {
@@ -222,6 +207,23 @@ impl Healer {
             },
         }
     }
+}
+
+/// Deletes every object of kind `K` in namespace `ns` (none there, or no namespace: fine).
+async fn delete_all<K>(client: Client, ns: &str, params: &DeleteParams) -> Result<(), String>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    ignore_missing(
+        Api::<K>::namespaced(client, ns)
+            .delete_collection(params, &ListParams::default())
+            .await
+            .map(|_| ()),
+    )
 }
 
 fn ignore_missing(r: Result<(), kube::Error>) -> Result<(), String> {
