@@ -230,22 +230,14 @@ impl Env {
             step(&format!("reusing {} cluster {name}", provider.as_str()));
             profile = match provider {
                 Provider::K3d => opts.k3d_config.clone().or(spec_config),
-                _ => Some(
-                    opts.kind_config
-                        .clone()
-                        .or(spec_config)
-                        .unwrap_or_else(|| PathBuf::from("kind-configs/fast.yaml")),
-                ),
+                _ => Some(kind_config(opts, spec_config)),
             }
             .map(|p| p.display().to_string());
         } else {
             let (config, image) = match provider {
                 Provider::K3d => k3d_config(&name, opts, spec_config)?,
                 _ => (
-                    opts.kind_config
-                        .clone()
-                        .or(spec_config)
-                        .unwrap_or_else(|| PathBuf::from("kind-configs/fast.yaml")),
+                    kind_config(opts, spec_config),
                     opts.node_image
                         .clone()
                         .unwrap_or_else(|| default_node_image(&opts.cache_dir)),
@@ -334,6 +326,14 @@ impl Env {
         }
         Ok(())
     }
+}
+
+/// The kind config: `--kind-config`, else the experiment's, else the fast profile.
+fn kind_config(opts: &ClusterOptions, spec_config: Option<PathBuf>) -> PathBuf {
+    opts.kind_config
+        .clone()
+        .or(spec_config)
+        .unwrap_or_else(|| PathBuf::from("kind-configs/fast.yaml"))
 }
 
 /// The k3d config to create cluster `name` from and its k3s image: the user's file (`--k3d-config`
