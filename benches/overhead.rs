@@ -105,7 +105,7 @@ fn main() {
         for st in r["stagesMs"].as_array().into_iter().flatten() {
             let name = st["stage"].as_str().unwrap_or("?").to_string();
             let secs = s(&st["ms"]);
-            if name == "fault" {
+            if name == nodedown::timeline::FAILOVER_STAGE {
                 failover += secs;
             }
             stages.entry(name).or_default().push(secs);

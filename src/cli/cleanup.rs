@@ -102,19 +102,9 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
         }
     }
     if healed > 0 {
-        match crate::runner::wait_namespaces_gone(&env.client).await {
-            Ok(left) if left.is_empty() => {}
-            Ok(left) => {
-                error(format!(
-                    "namespaces still terminating after 2 minutes: {}",
-                    left.join(", ")
-                ));
-                failures += 1;
-            }
-            Err(e) => {
-                error(format!("cannot list the runs' namespaces: {e}"));
-                failures += 1;
-            }
+        if let Err(e) = crate::runner::wait_namespaces_gone(&env.client).await {
+            error(e);
+            failures += 1;
         }
     }
     // One line that says what was done, so a caller (and a test) can tell a cleanup that acted

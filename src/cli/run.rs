@@ -386,15 +386,10 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     }
     let runs_ms = runs_start.elapsed().as_millis() as u64;
     let finish_start = std::time::Instant::now();
-    if !(env.will_delete(args.retain)) {
+    if !env.will_delete(args.retain) {
         progress.step("waiting for the runs' namespaces to finish terminating");
-        match runner::wait_namespaces_gone(&env.client).await {
-            Ok(left) if left.is_empty() => {}
-            Ok(left) => error(format!(
-                "namespaces still terminating after 2 minutes: {}",
-                left.join(", ")
-            )),
-            Err(e) => error(format!("cannot list the runs' namespaces: {e}")),
+        if let Err(e) = runner::wait_namespaces_gone(&env.client).await {
+            error(e);
         }
     }
     progress.finish();

@@ -127,7 +127,7 @@ impl DockerNodes {
             .await?;
         let mut names: Vec<String> = list
             .into_iter()
-            .filter(|c| flavor.is_node(&c.labels.clone().unwrap_or_default()))
+            .filter(|c| c.labels.as_ref().is_some_and(|l| flavor.is_node(l)))
             .filter_map(|c| c.names.and_then(|n| n.into_iter().next()))
             .map(|n| n.trim_start_matches('/').to_string())
             .collect();

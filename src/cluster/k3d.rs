@@ -5,7 +5,7 @@
 //! `k3d-NAME-agent-0..` (workers), each also the Kubernetes node's name; labels `k3d.cluster`
 //! and `k3d.role`; kubeconfig from `k3d kubeconfig get NAME`, context `k3d-NAME`.
 
-use super::{run_tool, ClusterError, NodeFlavor};
+use super::{run_tool, ClusterError};
 use std::path::{Path, PathBuf};
 
 /// The k3s image a k3d cluster is created from when none is given (pull it first: nodedown
@@ -66,10 +66,6 @@ impl K3d {
     pub fn context(&self) -> String {
         format!("k3d-{}", self.name)
     }
-
-    pub fn flavor(&self) -> NodeFlavor {
-        NodeFlavor::K3d
-    }
 }
 
 /// The cluster names in `k3d cluster list --output json`.
@@ -83,12 +79,6 @@ pub fn cluster_names(json: &str) -> Result<Vec<String>, ClusterError> {
         .iter()
         .filter_map(|c| c.get("name").and_then(|n| n.as_str()).map(str::to_string))
         .collect())
-}
-
-/// The container (and node) name of k3d cluster `cluster`'s server `n` or agent `n`.
-pub fn node_name(cluster: &str, server: bool, n: usize) -> String {
-    let role = if server { "server" } else { "agent" };
-    format!("k3d-{cluster}-{role}-{n}")
 }
 
 /// nodedown's fast profile as a k3d config (`k3d.io/v1alpha5`, kind `Simple`): one server
@@ -189,9 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn names_follow_k3d() {
-        assert_eq!(node_name("nodedown", true, 0), "k3d-nodedown-server-0");
-        assert_eq!(node_name("nodedown", false, 2), "k3d-nodedown-agent-2");
+    fn the_context_follows_k3d() {
         assert_eq!(
             K3d::new("x", None, Path::new("/nonexistent")).context(),
             "k3d-x"

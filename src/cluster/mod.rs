@@ -170,7 +170,7 @@ impl LocalCluster {
     pub fn flavor(&self) -> NodeFlavor {
         match self {
             LocalCluster::Kind(_) => NodeFlavor::Kind,
-            LocalCluster::K3d(k) => k.flavor(),
+            LocalCluster::K3d(_) => NodeFlavor::K3d,
         }
     }
 

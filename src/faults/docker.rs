@@ -41,10 +41,7 @@ impl DockerNodeControl {
         }
         Err(NodeError::Unsupported {
             backend: "docker",
-            fault: format!(
-                "{fault} on {} nodes (k3s runs the kubelet inside its own process, with no systemd to stop it or to shut the node down cleanly)",
-                self.flavor.as_str()
-            ),
+            fault: format!("{fault}: it {}", crate::spec::K3D_REFUSAL),
         })
     }
 

@@ -9,7 +9,7 @@ use super::{
 use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
 use crate::store::InvocationTimes;
-use crate::timeline::{analyze, Event, EventKind};
+use crate::timeline::{analyze, Event, EventKind, FAILOVER_STAGE};
 use crate::verdict::{combine, evaluate, evaluate_integrity};
 
 /// The error of a run whose events.jsonl has no `run-finished` line (the harness crashed or was
@@ -256,10 +256,6 @@ pub fn report_with(
         experiments,
     }
 }
-
-/// The stage of a run that is the failover itself (fault to recovery); every other stage is
-/// the harness's own time.
-pub const FAILOVER_STAGE: &str = "fault";
 
 /// The invocation's wall time with the failovers' share of it, from its recorded `times` and
 /// the runs' stages.

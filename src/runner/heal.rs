@@ -235,8 +235,8 @@ fn ignore_missing(r: Result<(), kube::Error>) -> Result<(), String> {
 }
 
 /// Waits until no namespace of a nodedown run (label `nodedown.dev/run`) is terminating, at
-/// most [`NAMESPACE_TIMEOUT`]; returns the ones still there.
-pub async fn wait_namespaces_gone(client: &Client) -> Result<Vec<String>, String> {
+/// most [`NAMESPACE_TIMEOUT`]; `Err` names the ones still there (or why they cannot be listed).
+pub async fn wait_namespaces_gone(client: &Client) -> Result<(), String> {
     let api: Api<Namespace> = Api::all(client.clone());
     let runs = ListParams::default().labels(crate::workload::RUN_LABEL);
     let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
@@ -244,14 +244,21 @@ pub async fn wait_namespaces_gone(client: &Client) -> Result<Vec<String>, String
         let terminating: Vec<String> = api
             .list(&runs)
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot list the runs' namespaces: {e}"))?
             .items
             .into_iter()
             .filter(|n| n.metadata.deletion_timestamp.is_some())
             .filter_map(|n| n.metadata.name)
             .collect();
-        if terminating.is_empty() || tokio::time::Instant::now() >= deadline {
-            return Ok(terminating);
+        if terminating.is_empty() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "namespaces still terminating after {}s: {}",
+                NAMESPACE_TIMEOUT.as_secs(),
+                terminating.join(", ")
+            ));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

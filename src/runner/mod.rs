@@ -251,7 +251,7 @@ impl Steps {
         let (workload, mut watch, acks) = self.setup().await?;
         self.stage("steady-state");
         let steady = self.steady_state(&mut watch, &workload).await?;
-        self.stage("fault");
+        self.stage(crate::timeline::FAILOVER_STAGE);
         let mut fault = self.inject(&steady).await?;
         self.remediate(&mut watch, &workload, &steady, &fault)
             .await?;

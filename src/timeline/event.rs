@@ -107,6 +107,10 @@ pub struct Event {
     pub what: EventKind,
 }
 
+/// The stage of a run that is the failover itself (fault to recovery: inject, remediate,
+/// recover); every other stage is the harness's own time.
+pub const FAILOVER_STAGE: &str = "fault";
+
 /// Every kind of event. Serialized with an `event` tag in kebab-case, e.g.
 /// `{"at_ms":1200,"wall":"…","event":"node-ready","node":"w1","status":"False"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
