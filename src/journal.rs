@@ -43,7 +43,27 @@ pub enum Undo {
     },
 }
 
+/// The two independent halves of a heal, carried out at the same time: the nodes (faults
+/// undone, nodes back, taints removed) and the run's own objects (its namespace, volumes,
+/// storage directories). Within a lane, [`Undo::priority`] orders the actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    Nodes,
+    RunObjects,
+}
+
 impl Undo {
+    pub fn lane(&self) -> Lane {
+        match self {
+            Undo::HealFault { .. } | Undo::RestoreNode { .. } | Undo::RemoveTaint { .. } => {
+                Lane::Nodes
+            }
+            Undo::DeleteNamespace { .. }
+            | Undo::DeletePersistentVolume { .. }
+            | Undo::RemoveDir { .. } => Lane::RunObjects,
+        }
+    }
+
     /// Heal order: nodes back first, then their taints, then the run's objects.
     pub fn priority(&self) -> u8 {
         match self {
@@ -257,6 +277,9 @@ mod tests {
         let j = Journal::open(&path).unwrap();
         let p: Vec<u64> = j.pending().unwrap().into_iter().map(|(id, _)| id).collect();
         assert_eq!(p, vec![node, ns, next]);
+        // The heal's two lanes: the node's fault apart from the run's namespace and directory.
+        let lanes: Vec<Lane> = j.pending().unwrap().iter().map(|(_, u)| u.lane()).collect();
+        assert_eq!(lanes, vec![Lane::Nodes, Lane::RunObjects, Lane::RunObjects]);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
             text.contains("{\"op\":\"do\",\"id\":9\n"),

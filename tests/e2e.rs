@@ -335,10 +335,41 @@ fn sigint_during_the_fault_heals_the_cluster() {
         || events_contain(&rd, "\"fault-injected\""),
         "fault injected",
     );
+    // A second invocation on the same cluster meanwhile is refused before it deploys anything,
+    // naming the one that holds the cluster.
+    let namespaces_before = nodedown_namespaces();
+    let second_out = out.path().join("second");
+    let second = nodedown()
+        .args([
+            "run",
+            "experiments/smoke.yaml",
+            "--cluster-name",
+            &cluster_name(),
+            "--out",
+        ])
+        .arg(&second_out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(3), "refused: {said}");
+    assert!(
+        said.contains("another nodedown invocation is running on this cluster")
+            && said.contains(&std::fs::canonicalize(&dir).unwrap().display().to_string()),
+        "names the holder by its output directory: {said}"
+    );
+    assert_eq!(nodedown_namespaces(), namespaces_before, "nothing deployed");
     // SAFETY: plain kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted exit code");
+    let lease = Command::new("kubectl")
+        .args(["--context", &context(), "-n", "default", "get", "lease", "nodedown"])
+        .output()
+        .unwrap();
+    assert!(
+        !lease.status.success(),
+        "the lock (Lease default/nodedown) released on the way out"
+    );
     assert!(
         events_contain(&rd, "interrupted by SIGINT"),
         "run-finished says why"

@@ -74,6 +74,19 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
             return EXIT_HARNESS;
         }
     };
+    // The invocation that wrote here was killed (or it would have healed): its lock goes too.
+    if let Some(out) = session_file.parent() {
+        let out = std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
+        match crate::cluster::lock::release_for(&env.client, &out).await {
+            Ok(true) if !quiet => eprintln!(
+                "cleanup: removed the lock its invocation held (Lease {}/{})",
+                crate::cluster::lock::LOCK_NAMESPACE,
+                crate::cluster::lock::LOCK_NAME
+            ),
+            Ok(_) => {}
+            Err(e) => error(e),
+        }
+    }
     let healer = crate::runner::healer(&env, args.node_timeout);
     let mut failures = 0;
     let mut healed = 0;

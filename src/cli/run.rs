@@ -319,12 +319,24 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             return EXIT_HARNESS;
         }
     }
+    // One invocation per cluster: refused before anything is deployed or faulted.
+    let out_abs = std::fs::canonicalize(&out).unwrap_or_else(|_| out.clone());
+    let lock = match crate::cluster::lock::acquire(&env.client, &out_abs).await {
+        Ok(lock) => lock,
+        Err(e) => {
+            progress.finish();
+            error(e);
+            let _ = env.finish(args.retain).await;
+            return EXIT_HARNESS;
+        }
+    };
     let session = serde_json::to_string_pretty(&env.session).expect("session serializes");
     if let Err(e) = std::fs::write(out.join(SESSION_FILE), session + "\n") {
         error(format!(
             "cannot write {}: {e}",
             out.join(SESSION_FILE).display()
         ));
+        lock.release().await;
         return EXIT_HARNESS;
     }
     let user_image = args.workload_image.clone().or_else(|| {
@@ -337,6 +349,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         Err(e) => {
             progress.finish();
             error(format!("cannot provide the workload image: {e}"));
+            lock.release().await;
             let _ = env.finish(args.retain).await;
             return EXIT_HARNESS;
         }
@@ -392,6 +405,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             error(e);
         }
     }
+    lock.release().await;
     progress.finish();
     if let Err(e) = env.finish(args.retain).await {
         error(format!("deleting the cluster: {e}"));

@@ -5,6 +5,7 @@
 mod docker;
 mod env;
 pub mod k3d;
+pub mod lock;
 pub use docker::*;
 pub use env::{
     describe_target, facts, guard, resolve_context, targets_existing, ClusterOptions, Env, Session,

@@ -180,6 +180,11 @@ async fn shutdown_signal() -> &'static str {
     }
 }
 
+/// How long the workload writes in steady state before the fault, at least.
+const PRE_FAULT_WRITES: Duration = Duration::from_secs(1);
+/// How much longer the steady state waits for the ledger's first acknowledged write.
+const PRE_FAULT_ACK_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Tasks of a run that outlive its steps until healing is done (the watchers).
 type Background = Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
 
@@ -250,7 +255,9 @@ impl Steps {
         self.preflight().await?;
         let (workload, mut watch, acks) = self.setup().await?;
         self.stage("steady-state");
-        let steady = self.steady_state(&mut watch, &workload).await?;
+        let steady = self
+            .steady_state(&mut watch, &workload, acks.as_ref())
+            .await?;
         self.stage(crate::timeline::FAILOVER_STAGE);
         let mut fault = self.inject(&steady).await?;
         self.remediate(&mut watch, &workload, &steady, &fault)
@@ -390,7 +397,12 @@ impl Steps {
     }
 
     /// Steady state: the target pod serves the workload (Running, Ready, not terminating).
-    async fn steady_state(&self, watch: &mut Watch, workload: &Workload) -> Result<Steady, String> {
+    async fn steady_state(
+        &self,
+        watch: &mut Watch,
+        workload: &Workload,
+        acks: Option<&observe::AckPoller>,
+    ) -> Result<Steady, String> {
         let namespace = workload.namespace.as_str();
         let target = self.run.fault.target.node_of.as_str();
         // A StatefulSet's target pod by name; a Deployment's one pod, whatever its name.
@@ -427,8 +439,24 @@ impl Steps {
             node: node.clone(),
         });
         self.controller_counters("before-fault").await;
-        // Let the workload write for a moment before the fault.
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // Let the workload write for a moment before the fault: 1 s (at the ledger's pace about
+        // 20 writes), and for the ledger until the poller has recorded an acknowledged write, so
+        // the lost-write check has acknowledged writes from before the fault (about 40 writes
+        // and 4 acks took 2 s, the fixed wait this replaces).
+        tokio::time::sleep(PRE_FAULT_WRITES).await;
+        if let Some(acks) = acks {
+            let until = Instant::now() + PRE_FAULT_ACK_TIMEOUT;
+            while acks.recorded() == 0 && Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            if acks.recorded() == 0 {
+                self.note(format!(
+                    "no write acknowledged within {} of {} Ready: the fault comes with no acknowledged write before it",
+                    fmt_duration(PRE_FAULT_WRITES + PRE_FAULT_ACK_TIMEOUT),
+                    pod.name
+                ));
+            }
+        }
         Ok(Steady {
             namespace: namespace.to_string(),
             pod: pod.name,

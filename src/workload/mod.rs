@@ -222,6 +222,13 @@ impl Workload {
         if class == SHARED_CLASS || class == ATTACH_CLASS {
             // testenv's shared directory: nodedown makes the PersistentVolumes itself.
             let pvs: Api<PersistentVolume> = Api::all(client.clone());
+            if let (SHARED_CLASS, Some(dir)) = (class, &self.storage.shared_dir) {
+                // The namespace's own directory above its volumes' (healed last: journaled
+                // first); it was left behind empty by every run before.
+                jrec(Undo::RemoveDir {
+                    path: dir.join(ns),
+                })?;
+            }
             for pod in self.volume_owners() {
                 if let Some(dir) = &self.storage.shared_dir {
                     jrec(Undo::RemoveDir {
