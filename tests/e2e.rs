@@ -363,7 +363,15 @@ fn sigint_during_the_fault_heals_the_cluster() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted exit code");
     let lease = Command::new("kubectl")
-        .args(["--context", &context(), "-n", "default", "get", "lease", "nodedown"])
+        .args([
+            "--context",
+            &context(),
+            "-n",
+            "default",
+            "get",
+            "lease",
+            "nodedown",
+        ])
         .output()
         .unwrap();
     assert!(

@@ -7,9 +7,7 @@ use crate::observe::Recorder;
 use crate::remediation::{self, is_control_plane, node_is_ready};
 use crate::timeline::EventKind;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{
-    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod,
-};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
 use std::sync::Arc;

@@ -225,9 +225,7 @@ impl Workload {
             if let (SHARED_CLASS, Some(dir)) = (class, &self.storage.shared_dir) {
                 // The namespace's own directory above its volumes' (healed last: journaled
                 // first); it was left behind empty by every run before.
-                jrec(Undo::RemoveDir {
-                    path: dir.join(ns),
-                })?;
+                jrec(Undo::RemoveDir { path: dir.join(ns) })?;
             }
             for pod in self.volume_owners() {
                 if let Some(dir) = &self.storage.shared_dir {
