@@ -299,6 +299,30 @@ fn node_shutdown_experiment_compares_four_remediations() {
     }
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
     assert!(nodedown_namespaces().is_empty(), "run namespaces deleted");
+    // Every storage directory a run journaled is gone, the namespace's own one included.
+    let mut dirs = 0;
+    for variant in [
+        "none",
+        "out-of-service-taint",
+        "force-delete-pod",
+        "delete-node",
+    ] {
+        let journal =
+            std::fs::read_to_string(dir.join(format!("node-shutdown/{variant}/1/journal.jsonl")))
+                .unwrap();
+        for entry in journal.lines() {
+            let entry: serde_json::Value = serde_json::from_str(entry).unwrap();
+            if entry["undo"] == "remove-dir" {
+                let path = entry["path"].as_str().unwrap();
+                assert!(!Path::new(path).exists(), "{variant}: {path} left behind");
+                dirs += 1;
+            }
+        }
+    }
+    assert_eq!(
+        dirs, 8,
+        "each run journaled its volume's and its namespace's directory"
+    );
 }
 
 fn spawn_run(dir: &Path, variant: &str) -> std::process::Child {
@@ -413,6 +437,10 @@ fn sigkill_then_cleanup_heals_the_cluster() {
     assert!(
         first.contains("cleanup: healed ") && !first.contains("healed 0 action"),
         "the first cleanup acted: {first}"
+    );
+    assert!(
+        first.contains("removed the lock its invocation held"),
+        "the killed invocation's lock went with its cleanup: {first}"
     );
     assert!(
         unhealthy_nodes().is_empty(),
