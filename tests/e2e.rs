@@ -133,6 +133,12 @@ fn agent_namespaces() -> Vec<String> {
 
 #[test]
 fn node_shutdown_experiment_compares_four_remediations() {
+    const VARIANTS: [&str; 4] = [
+        "none",
+        "out-of-service-taint",
+        "force-delete-pod",
+        "delete-node",
+    ];
     let _g = lock_cluster();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
@@ -189,12 +195,7 @@ fn node_shutdown_experiment_compares_four_remediations() {
             ))
         })
         .collect();
-    for variant in [
-        "none",
-        "out-of-service-taint",
-        "force-delete-pod",
-        "delete-node",
-    ] {
+    for variant in VARIANTS {
         let events =
             std::fs::read_to_string(dir.join(format!("node-shutdown/{variant}/1/events.jsonl")))
                 .unwrap();
@@ -301,12 +302,7 @@ fn node_shutdown_experiment_compares_four_remediations() {
     assert!(nodedown_namespaces().is_empty(), "run namespaces deleted");
     // Every storage directory a run journaled is gone, the namespace's own one included.
     let mut dirs = 0;
-    for variant in [
-        "none",
-        "out-of-service-taint",
-        "force-delete-pod",
-        "delete-node",
-    ] {
+    for variant in VARIANTS {
         let journal =
             std::fs::read_to_string(dir.join(format!("node-shutdown/{variant}/1/journal.jsonl")))
                 .unwrap();
