@@ -98,16 +98,39 @@ fn lease(holder: &str, out: &Path, now: Timestamp, resource_version: Option<Stri
     }
 }
 
+fn lock_api(client: &Client) -> Api<Lease> {
+    Api::namespaced(client.clone(), LOCK_NAMESPACE)
+}
+
+/// The Lease, if there is one.
+async fn read(api: &Api<Lease>) -> Result<Option<Lease>, String> {
+    api.get_opt(LOCK_NAME)
+        .await
+        .map_err(|e| format!("reading Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}"))
+}
+
+/// Deletes the Lease if it is still the object with `uid` (not one taken over since).
+async fn delete(api: &Api<Lease>, uid: Option<String>) -> Result<(), String> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid,
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    api.delete(LOCK_NAME, &params)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("deleting Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}"))
+}
+
 /// Takes the lock for an invocation writing to `out` (absolute), or says who holds it.
 pub async fn acquire(client: &Client, out: &Path) -> Result<InvocationLock, String> {
-    let api: Api<Lease> = Api::namespaced(client.clone(), LOCK_NAMESPACE);
+    let api = lock_api(client);
     let holder = identity(out);
     for _ in 0..3 {
         let now = Timestamp::now();
-        let existing = api
-            .get_opt(LOCK_NAME)
-            .await
-            .map_err(|e| format!("reading Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}"))?;
+        let existing = read(&api).await?;
         let written = match existing {
             None => {
                 api.create(&PostParams::default(), &lease(&holder, out, now, None))
@@ -184,15 +207,8 @@ impl InvocationLock {
     /// Stops renewing and deletes the Lease (only the one this invocation created).
     pub async fn release(self) {
         self.renew.abort();
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: self.uid.clone(),
-                resource_version: None,
-            }),
-            ..Default::default()
-        };
-        if let Err(e) = self.api.delete(LOCK_NAME, &params).await {
-            tracing::warn!("cannot delete Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}");
+        if let Err(e) = delete(&self.api, self.uid.clone()).await {
+            tracing::warn!("{e}");
         }
     }
 }
@@ -206,12 +222,8 @@ impl Drop for InvocationLock {
 /// For `nodedown cleanup OUT`: deletes the lock if the invocation that wrote to `out` holds it
 /// (it was killed: that is why its run directory needs cleaning up). Returns whether it did.
 pub async fn release_for(client: &Client, out: &Path) -> Result<bool, String> {
-    let api: Api<Lease> = Api::namespaced(client.clone(), LOCK_NAMESPACE);
-    let Some(current) = api
-        .get_opt(LOCK_NAME)
-        .await
-        .map_err(|e| format!("reading Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}"))?
-    else {
+    let api = lock_api(client);
+    let Some(current) = read(&api).await? else {
         return Ok(false);
     };
     let holder_out = current
@@ -222,17 +234,7 @@ pub async fn release_for(client: &Client, out: &Path) -> Result<bool, String> {
     if holder_out.map(Path::new) != Some(out) {
         return Ok(false);
     }
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: current.metadata.uid.clone(),
-            resource_version: None,
-        }),
-        ..Default::default()
-    };
-    api.delete(LOCK_NAME, &params)
-        .await
-        .map(|_| true)
-        .map_err(|e| format!("deleting Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}"))
+    delete(&api, current.metadata.uid).await.map(|_| true)
 }
 
 #[cfg(test)]

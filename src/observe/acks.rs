@@ -29,6 +29,18 @@ impl AckPoller {
         self.recorded.load(Ordering::SeqCst)
     }
 
+    /// Waits until it has recorded more than `count` acks, at most `within`; whether it has.
+    pub async fn recorded_beyond(&self, count: u64, within: Duration) -> bool {
+        let until = tokio::time::Instant::now() + within;
+        while self.recorded() <= count {
+            if tokio::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        true
+    }
+
     /// Stops it; every ack it recorded is in the file when this returns.
     pub async fn stop(mut self) {
         self.handle.abort();

@@ -16,7 +16,6 @@ use std::time::Duration;
 /// How long a run namespace may take to disappear.
 const NAMESPACE_TIMEOUT: Duration = Duration::from_secs(120);
 
-#[derive(Clone)]
 pub struct Healer {
     pub client: Client,
     /// The node-control backends this harness can reach; a journaled fault is healed by the
@@ -54,7 +53,7 @@ impl Healer {
 
     /// Heals what is pending in `journal` in one lane, one action after the other, in heal
     /// order; keeps going after a failure.
-    pub async fn heal_lane(
+    async fn heal_lane(
         &self,
         journal: &Journal,
         lane: Lane,

@@ -445,11 +445,7 @@ impl Steps {
         // and 4 acks took 2 s, the fixed wait this replaces).
         tokio::time::sleep(PRE_FAULT_WRITES).await;
         if let Some(acks) = acks {
-            let until = Instant::now() + PRE_FAULT_ACK_TIMEOUT;
-            while acks.recorded() == 0 && Instant::now() < until {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            if acks.recorded() == 0 {
+            if !acks.recorded_beyond(0, PRE_FAULT_ACK_TIMEOUT).await {
                 self.note(format!(
                     "no write acknowledged within {} of {} Ready: the fault comes with no acknowledged write before it",
                     fmt_duration(PRE_FAULT_WRITES + PRE_FAULT_ACK_TIMEOUT),
@@ -832,11 +828,8 @@ impl Steps {
         // Until the writes have resumed — an ack recorded after this point (the replacement's,
         // or the old writer's back) — so the acks show the write outage's end; at most 3 s
         // (nothing serves: the outage did not end within the observation).
-        let before = acks.recorded();
-        let until = Instant::now() + Duration::from_secs(3);
-        while acks.recorded() == before && Instant::now() < until {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        acks.recorded_beyond(acks.recorded(), Duration::from_secs(3))
+            .await;
         acks.stop().await;
         let serving = watch.tracker.evidence_pod().map(|p| p.name.clone());
         let note = match workload
@@ -855,7 +848,6 @@ impl Steps {
     }
 }
 
-/// Aborts a task when dropped (on every exit path of the run).
 fn random_suffix() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();

@@ -420,8 +420,6 @@ impl Checker<'_> {
     }
 }
 
-/// Where a part that a variant's runs use is written: under the variant when the merge
-/// ([`Experiment::variant_specs`]) took the variant's own part, else the experiment's.
 /// Why a k3d node cannot take a fault, and what to do instead.
 pub const K3D_REFUSAL: &str = "cannot run on k3d nodes: k3s runs the kubelet inside its own process, with no systemd to stop it or to shut the node down cleanly";
 pub const K3D_REFUSAL_FIX: &str = "use `provider: kind` for this fault, or a fault k3d nodes can take: node-shutdown (hard), network-partition, node-freeze, pod-delete, container-kill";
@@ -437,6 +435,8 @@ pub fn refused_on_k3d(fault: &crate::spec::FaultSpec) -> Option<(&'static str, &
     }
 }
 
+/// Where a part that a variant's runs use is written: under the variant when the merge
+/// ([`Experiment::variant_specs`]) took the variant's own part, else the experiment's.
 fn origin<T>(used: &T, experiments: &T, variant: Option<usize>, field: &str) -> String {
     match variant {
         Some(i) if !std::ptr::eq(used, experiments) => format!("variants[{i}].{field}"),
