@@ -45,22 +45,22 @@ pub enum Undo {
 
 /// The two independent halves of a heal, carried out at the same time: the nodes (faults
 /// undone, nodes back, taints removed) and the run's own objects (its namespace, volumes,
-/// storage directories). Within a lane, [`Undo::priority`] orders the actions.
+/// storage directories). Within a track, [`Undo::priority`] orders the actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lane {
+pub enum Track {
     Nodes,
     RunObjects,
 }
 
 impl Undo {
-    pub fn lane(&self) -> Lane {
+    pub fn track(&self) -> Track {
         match self {
             Undo::HealFault { .. } | Undo::RestoreNode { .. } | Undo::RemoveTaint { .. } => {
-                Lane::Nodes
+                Track::Nodes
             }
             Undo::DeleteNamespace { .. }
             | Undo::DeletePersistentVolume { .. }
-            | Undo::RemoveDir { .. } => Lane::RunObjects,
+            | Undo::RemoveDir { .. } => Track::RunObjects,
         }
     }
 
@@ -277,9 +277,17 @@ mod tests {
         let j = Journal::open(&path).unwrap();
         let p: Vec<u64> = j.pending().unwrap().into_iter().map(|(id, _)| id).collect();
         assert_eq!(p, vec![node, ns, next]);
-        // The heal's two lanes: the node's fault apart from the run's namespace and directory.
-        let lanes: Vec<Lane> = j.pending().unwrap().iter().map(|(_, u)| u.lane()).collect();
-        assert_eq!(lanes, vec![Lane::Nodes, Lane::RunObjects, Lane::RunObjects]);
+        // The heal's two tracks: the node's fault apart from the run's namespace and directory.
+        let tracks: Vec<Track> = j
+            .pending()
+            .unwrap()
+            .iter()
+            .map(|(_, u)| u.track())
+            .collect();
+        assert_eq!(
+            tracks,
+            vec![Track::Nodes, Track::RunObjects, Track::RunObjects]
+        );
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
             text.contains("{\"op\":\"do\",\"id\":9\n"),

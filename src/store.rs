@@ -34,11 +34,18 @@ pub struct InvocationTimes {
     /// From start to the first run: loading the experiments, creating or reusing the cluster,
     /// loading the workload image into the nodes.
     pub prepare_ms: u64,
-    /// The runs, one after the other.
+    /// The runs: one after the other, or side by side in lanes.
     pub runs_ms: u64,
     /// After the last run: waiting for the runs' namespaces to go, deleting a cluster made here.
     pub finish_ms: u64,
     pub total_ms: u64,
+    /// How many lanes the runs went in (1: one after the other).
+    #[serde(default = "one_lane")]
+    pub lanes: u32,
+}
+
+fn one_lane() -> u32 {
+    1
 }
 
 /// The invocation's times, when the directory has them (a run interrupted before its end, or

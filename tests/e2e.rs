@@ -1,5 +1,6 @@
-//! End-to-end: nodedown against the real kind cluster that testenv/up made (4 nodes, fast
-//! profile). These tests kill real node containers; they run one at a time (a shared lock).
+//! End-to-end: nodedown against the real kind cluster that testenv/up made (1 + 6 nodes, fast
+//! profile). These tests kill real node containers; they run one at a time (a shared lock),
+//! each invocation's variants side by side in lanes (`NODEDOWN_PARALLEL=auto`).
 //! The cluster must exist: a missing cluster is a failure, never a skip.
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,9 @@ fn context() -> String {
 fn nodedown() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_nodedown"));
     c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    // The variants of each experiment go side by side in lanes (3 on testenv's 6 workers);
+    // a test that needs the runs one after the other says --parallel 1.
+    c.env("NODEDOWN_PARALLEL", "auto");
     c
 }
 
@@ -321,17 +325,17 @@ fn node_shutdown_experiment_compares_four_remediations() {
     );
 }
 
-fn spawn_run(dir: &Path, variant: &str) -> std::process::Child {
-    nodedown()
-        .args([
-            "run",
-            "experiments/node-shutdown.yaml",
-            "--only",
-            variant,
-            "--cluster-name",
-            &cluster_name(),
-            "--out",
-        ])
+/// The variants an interrupt test starts side by side, one per lane (3 lanes on testenv's 6
+/// workers); the first is the one whose remediation the SIGKILL test waits for.
+const LANED: [&str; 3] = ["out-of-service-taint", "force-delete-pod", "delete-node"];
+
+fn spawn_run(dir: &Path, variants: &[&str]) -> std::process::Child {
+    let mut cmd = nodedown();
+    cmd.args(["run", "experiments/node-shutdown.yaml", "--parallel", "3"]);
+    for v in variants {
+        cmd.args(["--only", v]);
+    }
+    cmd.args(["--cluster-name", &cluster_name(), "--out"])
         .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -348,12 +352,17 @@ fn sigint_during_the_fault_heals_the_cluster() {
     let _g = lock_cluster();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
-    let mut child = spawn_run(&dir, "out-of-service-taint");
+    // Three runs in three lanes, each with its node down when the signal comes.
+    let mut child = spawn_run(&dir, &LANED);
     let rd = run_dir(&dir, "out-of-service-taint");
     wait_until(
         Duration::from_secs(240),
-        || events_contain(&rd, "\"fault-injected\""),
-        "fault injected",
+        || {
+            LANED
+                .iter()
+                .all(|v| events_contain(&run_dir(&dir, v), "\"fault-injected\""))
+        },
+        "a fault injected in every lane",
     );
     // A second invocation on the same cluster meanwhile is refused before it deploys anything,
     // naming the one that holds the cluster.
@@ -398,13 +407,20 @@ fn sigint_during_the_fault_heals_the_cluster() {
         !lease.status.success(),
         "the lock (Lease default/nodedown) released on the way out"
     );
-    assert!(
-        events_contain(&rd, "interrupted by SIGINT"),
-        "run-finished says why"
-    );
+    for v in LANED {
+        let rd = run_dir(&dir, v);
+        assert!(
+            events_contain(&rd, "interrupted by SIGINT"),
+            "{v}: run-finished says why"
+        );
+        assert!(
+            events_contain(&rd, "\"run-scope\"") && events_contain(&rd, "\"lane\""),
+            "{v}: ran in a lane"
+        );
+    }
     assert!(
         unhealthy_nodes().is_empty(),
-        "all nodes Ready, no out-of-service taint after SIGINT"
+        "all nodes Ready, no out-of-service taint after SIGINT: every lane healed"
     );
 }
 
@@ -413,13 +429,19 @@ fn sigkill_then_cleanup_heals_the_cluster() {
     let _g = lock_cluster();
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("run");
-    let mut child = spawn_run(&dir, "out-of-service-taint");
+    let mut child = spawn_run(&dir, &LANED);
     let rd = run_dir(&dir, "out-of-service-taint");
-    // Kill after the taint is on: cleanup must restart the node AND remove the taint.
+    // Kill after the taint is on (and every lane's node is down): cleanup must restart the
+    // nodes of all three lanes AND remove the taint.
     wait_until(
         Duration::from_secs(240),
-        || events_contain(&rd, "\"remediation-applied\""),
-        "taint applied",
+        || {
+            events_contain(&rd, "\"remediation-applied\"")
+                && LANED
+                    .iter()
+                    .all(|v| events_contain(&run_dir(&dir, v), "\"fault-injected\""))
+        },
+        "taint applied, every lane faulted",
     );
     child.kill().unwrap();
     child.wait().unwrap();

@@ -91,6 +91,10 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
     let mut failures = 0;
     let mut healed = 0;
     let journals = files.len();
+    // Every run's journal heals at the same time: the lanes of a parallel invocation (each
+    // run's own nodes and objects) come back together, as the invocation would have healed
+    // them.
+    let mut open = Vec::new();
     for file in files {
         let journal = match Journal::open(&file) {
             Ok(j) => j,
@@ -107,7 +111,14 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
         if !quiet {
             eprintln!("{}: healing {pending} pending action(s)", file.display());
         }
-        let (done, errors) = healer.heal_all(&journal, None).await;
+        open.push((file, journal));
+    }
+    let results = futures::future::join_all(
+        open.iter()
+            .map(|(_, journal)| healer.heal_all(journal, None)),
+    )
+    .await;
+    for ((file, _), (done, errors)) in open.iter().zip(results) {
         healed += done;
         for e in errors {
             error(format!("{}: {e}", file.display()));

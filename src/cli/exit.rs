@@ -70,6 +70,8 @@ mod tests {
             started: None,
             duration_ms: 0,
             stages_ms: vec![],
+            lane: None,
+            lane_nodes: vec![],
             target_node: None,
             replacement_node: None,
             time_zero: None,

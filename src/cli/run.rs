@@ -1,6 +1,7 @@
 use super::report::{build, render, Format};
 use super::{error, exit_code, FailOn, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INTERRUPTED};
 use crate::cluster::{ClusterOptions, Env};
+use crate::plan::lanes::Lane;
 use crate::plan::PlanOptions;
 use crate::report::{self, Report};
 use crate::runner::{self, Progress, RunSettings, RunnerError};
@@ -141,6 +142,17 @@ pub struct RunArgs {
     /// A file the Markdown summary is appended to (GitHub Actions sets it).
     #[arg(long, env = "GITHUB_STEP_SUMMARY", hide_env_values = true)]
     pub step_summary: Option<PathBuf>,
+    /// Run side by side in this many lanes (disjoint sets of worker nodes, two per lane), or
+    /// `auto`: as many as the schedulable workers make room for. Each run's workload is
+    /// confined to its lane; a run that cannot share the cluster runs alone (--dry-run says
+    /// which and why). 1: one run after the other, each with the whole cluster.
+    #[arg(
+        long,
+        env = "NODEDOWN_PARALLEL",
+        default_value = "1",
+        value_name = "N|auto"
+    )]
+    pub parallel: crate::plan::lanes::Parallel,
     #[command(flatten)]
     pub tools: ToolArgs,
 }
@@ -271,7 +283,16 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         return EXIT_BAD_INPUT;
     }
     if args.dry_run {
-        print!("{}", dry_run_text(&runs, &experiments, &cluster_opts));
+        print!(
+            "{}",
+            dry_run_text(
+                &runs,
+                &experiments,
+                &cluster_opts,
+                args.parallel,
+                args.allow_control_plane
+            )
+        );
         return super::EXIT_OK;
     }
     if crate::cluster::targets_existing(&experiments, &cluster_opts) {
@@ -310,113 +331,30 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             return EXIT_HARNESS;
         }
     };
-    match crate::cluster::describe_target(&env).await {
-        Ok(target) => step(&target),
-        Err(e) => {
-            progress.finish();
-            error(format!("cannot describe the cluster: {e}"));
-            let _ = env.finish(args.retain).await;
-            return EXIT_HARNESS;
-        }
+    // From here one task owns SIGINT and SIGTERM; the runs and the last waits ask it.
+    let interrupt = runner::Interrupt::install();
+    let invoked = Invocation {
+        args: &args,
+        experiments: &experiments,
+        runs: &runs,
+        out: &out,
+        progress: &progress,
+        interrupt: &interrupt,
+        start: invocation_start,
     }
-    // One invocation per cluster: refused before anything is deployed or faulted.
-    let out_abs = std::fs::canonicalize(&out).unwrap_or_else(|_| out.clone());
-    let lock = match crate::cluster::lock::acquire(&env.client, &out_abs).await {
-        Ok(lock) => lock,
-        Err(e) => {
-            progress.finish();
-            error(e);
-            let _ = env.finish(args.retain).await;
-            return EXIT_HARNESS;
-        }
-    };
-    let session = serde_json::to_string_pretty(&env.session).expect("session serializes");
-    if let Err(e) = std::fs::write(out.join(SESSION_FILE), session + "\n") {
-        error(format!(
-            "cannot write {}: {e}",
-            out.join(SESSION_FILE).display()
-        ));
-        lock.release().await;
-        return EXIT_HARNESS;
-    }
-    let user_image = args.workload_image.clone().or_else(|| {
-        experiments
-            .iter()
-            .find_map(|(_, e)| e.workload.image.clone())
-    });
-    let image = match env.workload_image(user_image.as_deref(), &step).await {
-        Ok(i) => i,
-        Err(e) => {
-            progress.finish();
-            error(format!("cannot provide the workload image: {e}"));
-            lock.release().await;
-            let _ = env.finish(args.retain).await;
-            return EXIT_HARNESS;
-        }
-    };
-    let settings = RunSettings {
-        image,
-        storage: crate::workload::StorageAccess {
-            shared_dir: Some(args.shared_dir.clone()),
-            ledger_via_api: args.ledger_via == LedgerVia::Api,
-        },
-        force: args.force,
-        allow_control_plane: args.allow_control_plane,
-        fault_lease: args.fault_lease,
-    };
-    let mut interrupted = false;
-    let total = runs.len();
-    let runs_start = std::time::Instant::now();
-    let prepare_ms = invocation_start.elapsed().as_millis() as u64;
-    for (i, planned) in runs.iter().enumerate() {
-        let mut planned = planned.clone();
-        // What the run really used: `--provider` may have switched away from the experiment's
-        // provider (and its config file with it).
-        if planned.cluster.config.is_none() || planned.cluster.provider != env.session.provider {
-            planned.cluster.config = env.session.profile.clone().map(PathBuf::from);
-        }
-        planned.cluster.provider = env.session.provider;
-        progress.set_run(&format!(
-            "[{}/{}{}] {}",
-            i + 1,
-            total,
-            crate::units::eta(runs_start.elapsed(), i, total)
-                .map(|left| format!(", ~{} left", crate::units::fmt_duration(left)))
-                .unwrap_or_default(),
-            planned.id
-        ));
-        match runner::run_one(&env, &settings, &planned, &out.join(&planned.id), &progress).await {
-            Ok(_) => {}
-            Err(RunnerError::Interrupted(signal)) => {
-                error(format!(
-                    "interrupted by {signal}; healed the cluster from the journal; stopping"
-                ));
-                interrupted = true;
-                break;
-            }
-            Err(e) => error(format!("run {}: {e}", planned.id)),
-        }
-    }
-    let runs_ms = runs_start.elapsed().as_millis() as u64;
-    let finish_start = std::time::Instant::now();
-    if !env.will_delete(args.retain) {
-        progress.step("waiting for the runs' namespaces to finish terminating");
-        if let Err(e) = runner::wait_namespaces_gone(&env.client).await {
-            error(e);
-        }
-    }
-    lock.release().await;
+    .run(&env)
+    .await;
+    // Whatever happened in between, the cluster goes as it came (deleted when made here).
     progress.finish();
     if let Err(e) = env.finish(args.retain).await {
         error(format!("deleting the cluster: {e}"));
     }
-    if !interrupted {
-        let times = crate::store::InvocationTimes {
-            prepare_ms,
-            runs_ms,
-            finish_ms: finish_start.elapsed().as_millis() as u64,
-            total_ms: invocation_start.elapsed().as_millis() as u64,
-        };
+    let (interrupted, times) = match invoked {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    if let Some(mut times) = times {
+        times.total_ms = invocation_start.elapsed().as_millis() as u64;
         if let Ok(json) = serde_json::to_string_pretty(&times) {
             let _ = std::fs::write(out.join(crate::store::INVOCATION_FILE), json);
         }
@@ -449,11 +387,259 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     }
 }
 
+/// One invocation on a prepared cluster: the lock, the session, the image, the runs (in lanes
+/// with `--parallel`), the last wait. Releases the lock on every path; the caller finishes the
+/// cluster.
+struct Invocation<'a> {
+    args: &'a RunArgs,
+    experiments: &'a [(PathBuf, crate::spec::Experiment)],
+    runs: &'a [crate::plan::PlannedRun],
+    out: &'a Path,
+    progress: &'a Progress,
+    interrupt: &'a runner::Interrupt,
+    start: std::time::Instant,
+}
+
+/// Whether the invocation was interrupted, and its times when it was not.
+type Invoked = (bool, Option<crate::store::InvocationTimes>);
+
+impl Invocation<'_> {
+    async fn run(&self, env: &Env) -> Result<Invoked, u8> {
+        let step = |s: &str| self.progress.step(s);
+        match crate::cluster::describe_target(env).await {
+            Ok(target) => step(&target),
+            Err(e) => {
+                error(format!("cannot describe the cluster: {e}"));
+                return Err(EXIT_HARNESS);
+            }
+        }
+        // One invocation per cluster: refused before anything is deployed or faulted.
+        let out_abs = std::fs::canonicalize(self.out).unwrap_or_else(|_| self.out.to_path_buf());
+        let lock = match crate::cluster::lock::acquire(&env.client, &out_abs).await {
+            Ok(lock) => lock,
+            Err(e) => {
+                error(e);
+                return Err(EXIT_HARNESS);
+            }
+        };
+        let result = self.locked(env).await;
+        lock.release().await;
+        result
+    }
+
+    /// What runs under the cluster lock.
+    async fn locked(&self, env: &Env) -> Result<Invoked, u8> {
+        let args = self.args;
+        let step = |s: &str| self.progress.step(s);
+        let session = serde_json::to_string_pretty(&env.session).expect("session serializes");
+        if let Err(e) = std::fs::write(self.out.join(SESSION_FILE), session + "\n") {
+            error(format!(
+                "cannot write {}: {e}",
+                self.out.join(SESSION_FILE).display()
+            ));
+            return Err(EXIT_HARNESS);
+        }
+        let user_image = args.workload_image.clone().or_else(|| {
+            self.experiments
+                .iter()
+                .find_map(|(_, e)| e.workload.image.clone())
+        });
+        let image = match env.workload_image(user_image.as_deref(), &step).await {
+            Ok(i) => i,
+            Err(e) => {
+                error(format!("cannot provide the workload image: {e}"));
+                return Err(EXIT_HARNESS);
+            }
+        };
+        let settings = RunSettings {
+            image,
+            storage: crate::workload::StorageAccess {
+                shared_dir: Some(args.shared_dir.clone()),
+                ledger_via_api: args.ledger_via == LedgerVia::Api,
+            },
+            force: args.force,
+            allow_control_plane: args.allow_control_plane,
+            fault_lease: args.fault_lease,
+        };
+        let lanes = match self.lanes(env).await {
+            Ok(l) => l,
+            Err(e) => {
+                error(format!("cannot form lanes: {e}"));
+                return Err(EXIT_HARNESS);
+            }
+        };
+        let prepare_ms = self.start.elapsed().as_millis() as u64;
+        let runs_start = std::time::Instant::now();
+        let lane_count = lanes.len().max(1) as u32;
+        let interrupted = self.schedule(env, &settings, lanes).await;
+        let runs_ms = runs_start.elapsed().as_millis() as u64;
+        let finish_start = std::time::Instant::now();
+        if !env.will_delete(args.retain) {
+            self.progress
+                .step("waiting for the runs' namespaces to finish terminating");
+            let seen = self.interrupt.count();
+            tokio::select! {
+                r = runner::wait_namespaces_gone(&env.client) => if let Err(e) = r { error(e) },
+                _ = self.interrupt.wait_beyond(seen) => error(
+                    "not waiting for the namespaces any longer: they are deleted and go by themselves"
+                ),
+            }
+        }
+        let times = (!interrupted).then(|| crate::store::InvocationTimes {
+            prepare_ms,
+            runs_ms,
+            finish_ms: finish_start.elapsed().as_millis() as u64,
+            total_ms: 0,
+            lanes: lane_count,
+        });
+        Ok((interrupted, times))
+    }
+
+    /// The lanes of this invocation: none with `--parallel 1` (or room for only one).
+    async fn lanes(&self, env: &Env) -> Result<Vec<Lane>, String> {
+        use crate::plan::lanes::{self, Parallel};
+        if self.args.parallel == Parallel::Lanes(1) {
+            return Ok(vec![]);
+        }
+        let nodes = kube::Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
+            .list(&Default::default())
+            .await
+            .map_err(|e| format!("list nodes: {e}"))?;
+        let workers = runner::heal::schedulable_workers(&nodes.items);
+        let need = self.runs.iter().map(lanes::nodes_needed).max().unwrap_or(2);
+        let laneable = lanes::place(self.runs, usize::MAX, need, self.args.allow_control_plane)
+            .iter()
+            .filter(|p| **p == lanes::Placement::Lane)
+            .count();
+        let count = lanes::lane_count(self.args.parallel, workers.len(), need, laneable);
+        if count <= 1 {
+            self.progress.step(&format!(
+                "--parallel: {} schedulable worker(s) and {laneable} run(s) that can share the cluster make room for one lane; the runs go one after the other",
+                workers.len()
+            ));
+            return Ok(vec![]);
+        }
+        let lanes = lanes::split(&workers, count);
+        for lane in &lanes {
+            self.progress
+                .step(&format!("lane {}: {}", lane.index, lane.nodes.join(", ")));
+        }
+        Ok(lanes)
+    }
+
+    /// Runs every run: in plan order, each in the first free lane, a run that needs the
+    /// cluster alone once every lane is idle. Returns whether a signal stopped it (then every
+    /// run going was healed and none was started after it).
+    async fn schedule(&self, env: &Env, settings: &RunSettings, lanes: Vec<Lane>) -> bool {
+        use crate::plan::lanes::{next_start, place, Placement};
+        use futures::stream::{FuturesUnordered, StreamExt};
+        let lane_size = lanes.iter().map(|l| l.nodes.len()).min().unwrap_or(0);
+        let placements = place(
+            self.runs,
+            lanes.len(),
+            lane_size,
+            self.args.allow_control_plane,
+        );
+        let parallel = lanes.len() > 1;
+        for (run, p) in self.runs.iter().zip(&placements) {
+            if let (true, Placement::Alone(why)) = (parallel, p) {
+                self.progress.step(&format!("{} runs alone: {why}", run.id));
+            }
+        }
+        let mut pending: std::collections::VecDeque<(usize, &crate::plan::PlannedRun)> =
+            self.runs.iter().enumerate().collect();
+        let mut free = lanes;
+        let mut going = FuturesUnordered::new();
+        let total = self.runs.len();
+        let (mut started, mut done) = (0usize, 0usize);
+        let runs_start = std::time::Instant::now();
+        let mut interrupted = false;
+        loop {
+            while !interrupted {
+                let queue: Vec<&Placement> = pending.iter().map(|(i, _)| &placements[*i]).collect();
+                if next_start(&queue, free.len(), going.len()).is_none() {
+                    break;
+                }
+                let (i, planned) = pending.pop_front().expect("next_start found one");
+                let lane = match placements[i] {
+                    Placement::Lane => Some(free.remove(0)),
+                    Placement::Alone(_) => None,
+                };
+                started += 1;
+                let mut planned = planned.clone();
+                // What the run really used: `--provider` may have switched away from the
+                // experiment's provider (and its config file with it).
+                if planned.cluster.config.is_none()
+                    || planned.cluster.provider != env.session.provider
+                {
+                    planned.cluster.config = env.session.profile.clone().map(PathBuf::from);
+                }
+                planned.cluster.provider = env.session.provider;
+                let progress = if parallel {
+                    self.progress.for_lane()
+                } else {
+                    self.progress.clone()
+                };
+                let eta = crate::units::eta(runs_start.elapsed(), done, total)
+                    .map(|left| format!(", ~{} left", crate::units::fmt_duration(left)))
+                    .unwrap_or_default();
+                let where_ = match (&lane, parallel) {
+                    (Some(l), _) => format!("[lane {}] ", l.index),
+                    (None, true) => "[alone] ".to_string(),
+                    (None, false) => String::new(),
+                };
+                progress.set_run(&format!("{where_}[{started}/{total}{eta}] {}", planned.id));
+                let dir = self.out.join(&planned.id);
+                going.push(async move {
+                    let r = runner::run_one(
+                        env,
+                        settings,
+                        &planned,
+                        &dir,
+                        &progress,
+                        lane.as_ref(),
+                        self.interrupt,
+                    )
+                    .await;
+                    (lane, planned.id, r)
+                });
+            }
+            let Some((lane, id, result)) = going.next().await else {
+                break;
+            };
+            done += 1;
+            if let Some(lane) = lane {
+                free.push(lane);
+                free.sort_by_key(|l| l.index);
+            }
+            match result {
+                Ok(_) => {}
+                Err(RunnerError::Interrupted(signal)) => {
+                    if !interrupted {
+                        error(format!(
+                            "interrupted by {signal}; healing every run going from its journal; stopping"
+                        ));
+                    }
+                    error(format!("{id}: healed"));
+                    interrupted = true;
+                }
+                Err(e) => error(format!("run {id}: {e}")),
+            }
+            if self.interrupt.signal().is_some() {
+                interrupted = true;
+            }
+        }
+        interrupted
+    }
+}
+
 /// What `--dry-run` prints: the cluster it would use and every run's actions.
 fn dry_run_text(
     runs: &[crate::plan::PlannedRun],
     experiments: &[(PathBuf, crate::spec::Experiment)],
     opts: &ClusterOptions,
+    parallel: crate::plan::lanes::Parallel,
+    allow_control_plane: bool,
 ) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -508,11 +694,105 @@ fn dry_run_text(
         );
     }
     let _ = writeln!(s, "{} run(s); nothing was touched", runs.len());
-    for run in runs {
-        let _ = writeln!(s, "\n{}", run.id);
+    let placements = lanes_text(
+        &mut s,
+        runs,
+        experiments,
+        opts,
+        parallel,
+        allow_control_plane,
+    );
+    for (i, run) in runs.iter().enumerate() {
+        match placements.as_ref().map(|p| &p[i]) {
+            Some(crate::plan::lanes::Placement::Lane) => {
+                let _ = writeln!(s, "\n{} (in a lane)", run.id);
+            }
+            Some(crate::plan::lanes::Placement::Alone(why)) => {
+                let _ = writeln!(s, "\n{} (alone, once every lane is idle: {why})", run.id);
+            }
+            None => {
+                let _ = writeln!(s, "\n{}", run.id);
+            }
+        }
         for (i, a) in crate::plan::actions(run).iter().enumerate() {
             let _ = writeln!(s, "  {}. {a}", i + 1);
         }
     }
     s
+}
+
+/// The workers a kind config makes (`nodes:` entries with `role: worker`); `None` when the
+/// file cannot be read as one. kind's default, without `nodes:`, is one control-plane node.
+pub fn kind_config_workers(text: &str) -> Option<usize> {
+    #[derive(serde::Deserialize)]
+    struct Config {
+        #[serde(default)]
+        nodes: Vec<Node>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Node {
+        role: Option<String>,
+    }
+    let c: Config = serde_saphyr::from_str(text).ok()?;
+    Some(
+        c.nodes
+            .iter()
+            .filter(|n| n.role.as_deref() == Some("worker"))
+            .count(),
+    )
+}
+
+/// `--dry-run` with `--parallel`: how many lanes the cluster would make room for (when its
+/// kind config says how many workers it has) and which runs would run alone, and why.
+/// Returns the placements (`None` without `--parallel`).
+fn lanes_text(
+    s: &mut String,
+    runs: &[crate::plan::PlannedRun],
+    experiments: &[(PathBuf, crate::spec::Experiment)],
+    opts: &ClusterOptions,
+    parallel: crate::plan::lanes::Parallel,
+    allow_control_plane: bool,
+) -> Option<Vec<crate::plan::lanes::Placement>> {
+    use crate::plan::lanes::{self, Parallel, Placement};
+    use std::fmt::Write as _;
+    if parallel == Parallel::Lanes(1) {
+        return None;
+    }
+    let need = runs.iter().map(lanes::nodes_needed).max().unwrap_or(2);
+    let laneable = lanes::place(runs, usize::MAX, need, allow_control_plane)
+        .iter()
+        .filter(|p| **p == Placement::Lane)
+        .count();
+    let config = opts.kind_config.clone().or_else(|| {
+        experiments.first().and_then(|(file, e)| {
+            let kind = e.cluster.provider == crate::spec::Provider::Kind
+                && opts.provider.is_none_or(|p| p == e.cluster.provider);
+            kind.then(|| crate::spec::cluster_config_path(file, &e.cluster))
+                .flatten()
+        })
+    });
+    let workers = config
+        .filter(|_| !crate::cluster::targets_existing(experiments, opts))
+        .and_then(|c| std::fs::read_to_string(&c).ok().map(|t| (c, t)))
+        .and_then(|(c, t)| kind_config_workers(&t).map(|w| (c, w)));
+    let count = match &workers {
+        Some((config, w)) => {
+            let count = lanes::lane_count(parallel, *w, need, laneable);
+            let _ = writeln!(
+                s,
+                "--parallel: {w} worker(s) in {} make room for {count} lane(s) of {need} node(s) or more (the schedulable workers are split when the invocation starts)",
+                config.display()
+            );
+            count
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "--parallel: lanes of {need} node(s) or more are formed from the cluster's schedulable workers when the invocation starts"
+            );
+            usize::MAX
+        }
+    };
+    let placements = lanes::place(runs, count, need, allow_control_plane);
+    Some(placements)
 }

@@ -2,7 +2,7 @@
 //! Only changes are recorded, so a resync or a re-list does not repeat events.
 
 use crate::timeline::{ConditionStatus, EventKind, PodPhase};
-use k8s_openapi::api::core::v1::{Event as KubeEvent, Node, Pod};
+use k8s_openapi::api::core::v1::{Event as KubeEvent, Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use std::collections::BTreeSet;
 
@@ -216,6 +216,26 @@ pub fn va_gone(prev: &VaState) -> Option<EventKind> {
         node: prev.node.clone(),
         pv: prev.pv.clone(),
     })
+}
+
+/// A claim's bound volume: recorded when it first names one (or a different one).
+pub fn diff_claim(
+    prev: Option<&Option<String>>,
+    pvc: &PersistentVolumeClaim,
+) -> (Option<String>, Vec<EventKind>) {
+    let pv = pvc
+        .spec
+        .as_ref()
+        .and_then(|s| s.volume_name.clone())
+        .filter(|v| !v.is_empty());
+    let events = match &pv {
+        Some(v) if prev.and_then(|p| p.as_ref()) != Some(v) => vec![EventKind::ClaimBound {
+            claim: pvc.metadata.name.clone().unwrap_or_default(),
+            pv: v.clone(),
+        }],
+        _ => vec![],
+    };
+    (pv, events)
 }
 
 /// Kubernetes Events: recorded when new or when their count grows.

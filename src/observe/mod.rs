@@ -1,5 +1,5 @@
 //! Observation (effectful edge + pure diffs): kube-runtime watchers on Nodes, the workload's
-//! Pods, VolumeAttachments and Events; every change becomes an `Event`, stamped on receipt and
+//! Pods and claims, VolumeAttachments and Events; every change becomes an `Event`, stamped on receipt and
 //! appended to the run's `events.jsonl` as it happens.
 
 mod acks;
@@ -13,7 +13,7 @@ pub use recorder::*;
 
 use crate::timeline::{EventKind, Resource};
 use futures::{Stream, TryStreamExt};
-use k8s_openapi::api::core::v1::{Event as KubeEvent, Node, Pod};
+use k8s_openapi::api::core::v1::{Event as KubeEvent, Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
@@ -26,6 +26,29 @@ pub struct Scope {
     pub namespace: String,
     /// Label selector of the workload's pods, e.g. `app=writer`.
     pub pod_selector: String,
+    /// The run's lane: only these nodes, and VolumeAttachments on them, are recorded (empty:
+    /// the whole cluster, as a run alone has it).
+    pub nodes: Vec<String>,
+}
+
+/// Keeps the watcher's objects `keep` accepts (and every list boundary): what another lane's
+/// nodes and volumes do is not recorded in this run.
+fn only<K, S>(
+    stream: S,
+    keep: impl Fn(&K) -> bool + Send + 'static,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send
+where
+    K: Send + 'static,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
+{
+    stream.try_filter(move |e| {
+        std::future::ready(match e {
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) | watcher::Event::Delete(o) => {
+                keep(o)
+            }
+            watcher::Event::Init | watcher::Event::InitDone => true,
+        })
+    })
 }
 
 /// Starts the watchers; they run until the handles are aborted.
@@ -37,12 +60,22 @@ pub fn spawn_watchers(
     let nodes: Api<Node> = Api::all(client.clone());
     let pods: Api<Pod> = Api::namespaced(client.clone(), &scope.namespace);
     let vas: Api<VolumeAttachment> = Api::all(client.clone());
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &scope.namespace);
     let events: Api<KubeEvent> = Api::namespaced(client, &scope.namespace);
     let pod_cfg = watcher::Config::default().labels(&scope.pod_selector);
+    let lane: Arc<HashSet<String>> = Arc::new(scope.nodes.iter().cloned().collect());
+    let in_lane = {
+        let lane = lane.clone();
+        move |n: &Node| {
+            lane.is_empty() || n.metadata.name.as_ref().is_some_and(|n| lane.contains(n))
+        }
+    };
+    let attached_in_lane =
+        move |va: &VolumeAttachment| lane.is_empty() || lane.contains(&va.spec.node_name);
     vec![
         tokio::spawn(follow(
             Resource::Nodes,
-            watcher(nodes, watcher::Config::default()),
+            only(watcher(nodes, watcher::Config::default()), in_lane),
             recorder.clone(),
             diff_node,
             node_gone,
@@ -56,10 +89,17 @@ pub fn spawn_watchers(
         )),
         tokio::spawn(follow(
             Resource::VolumeAttachments,
-            watcher(vas, watcher::Config::default()),
+            only(watcher(vas, watcher::Config::default()), attached_in_lane),
             recorder.clone(),
             diff_volume_attachment,
             va_gone,
+        )),
+        tokio::spawn(follow(
+            Resource::PersistentVolumeClaims,
+            watcher(claims, watcher::Config::default()),
+            recorder.clone(),
+            diff_claim,
+            |_| None,
         )),
         tokio::spawn(follow(
             Resource::Events,

@@ -1,5 +1,7 @@
 //! Expands experiments (variants × repetitions) into runs. Pure.
 
+pub mod lanes;
+
 use crate::spec::{
     ClusterSpec, Expectations, Experiment, FaultSpec, RemediationSpec, Timeouts, WorkloadSpec,
 };

@@ -93,10 +93,18 @@ pub fn run_result_with(
             after
                 .iter()
                 .filter(|(series, v)| before.get(*series) != Some(*v))
+                // PodGC's series name their namespace: another run's are not this one's.
+                .filter(|(series, _)| {
+                    match (series_namespace(series), timeline.namespace.as_deref()) {
+                        (Some(of), Some(own)) => of == own,
+                        _ => true,
+                    }
+                })
                 .map(|(series, v)| CounterChangeResult {
                     series: series.clone(),
                     before: before.get(series).copied(),
                     after: *v,
+                    shared_with: vec![],
                 })
                 .collect(),
         ),
@@ -121,6 +129,8 @@ pub fn run_result_with(
                 ms: *ms,
             })
             .collect(),
+        lane: timeline.lane,
+        lane_nodes: timeline.lane_nodes.clone(),
         target_node: timeline.target_node.clone(),
         replacement_node: timeline.replacement_node.clone(),
         time_zero: timeline.time_zero.map(|z| TimeZeroResult {
@@ -146,6 +156,58 @@ pub fn run_result_with(
         spec_hash: spec_hash(run),
         integrity,
         controller_counters,
+    }
+}
+
+/// The `namespace` label of a counter series (`name{namespace="nd-x",reason="…"}`), if any.
+pub fn series_namespace(series: &str) -> Option<&str> {
+    let labels = series.split_once('{')?.1.strip_suffix('}')?;
+    labels.split(',').find_map(|l| {
+        l.trim()
+            .strip_prefix("namespace=\"")
+            .and_then(|v| v.strip_suffix('"'))
+    })
+}
+
+/// A run's counter window: the wall clock of its `before-fault` and `after-recovery`
+/// counter readings.
+fn counter_window(events: &[Event]) -> Option<(std::time::SystemTime, std::time::SystemTime)> {
+    let at = |stage: &str| {
+        events.iter().find_map(|e| match &e.what {
+            EventKind::ControllerCounters { stage: s, .. } if s == stage => {
+                humantime::parse_rfc3339_weak(&e.wall).ok()
+            }
+            _ => None,
+        })
+    };
+    Some((at("before-fault")?, at("after-recovery")?))
+}
+
+/// Cluster-wide counters (no `namespace` label) count every failover in the cluster: a run's
+/// change is its own only when no other run of the invocation was between its two readings
+/// at the same time. Otherwise each such series names the runs it is shared with (never split
+/// by guess). `windows[i]` belongs to `runs[i]`.
+pub fn mark_shared_counters(
+    runs: &mut [&mut RunResult],
+    windows: &[Option<(std::time::SystemTime, std::time::SystemTime)>],
+) {
+    for i in 0..runs.len() {
+        let Some((from, until)) = windows[i] else {
+            continue;
+        };
+        let others: Vec<String> = (0..runs.len())
+            .filter(|&j| j != i)
+            .filter(|&j| windows[j].is_some_and(|(f, u)| f < until && from < u))
+            .map(|j| runs[j].id.clone())
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        for c in runs[i].controller_counters.iter_mut().flatten() {
+            if series_namespace(&c.series).is_none() {
+                c.shared_with = others.clone();
+            }
+        }
     }
 }
 
@@ -234,8 +296,10 @@ pub fn report_with(
     tool_version: &str,
 ) -> Report {
     let mut experiments: Vec<ExperimentResult> = Vec::new();
+    let mut windows = Vec::new();
     for (run, events, ledger) in runs {
         let result = run_result_with(&run, &events, ledger.as_ref());
+        windows.push((run.id.clone(), counter_window(&events)));
         match experiments.iter_mut().find(|e| e.name == run.experiment) {
             Some(exp) => exp.runs.push(result),
             None => experiments.push(ExperimentResult {
@@ -246,6 +310,20 @@ pub fn report_with(
             }),
         }
     }
+    let mut all: Vec<&mut RunResult> = experiments
+        .iter_mut()
+        .flat_map(|e| e.runs.iter_mut())
+        .collect();
+    let windows: Vec<_> = all
+        .iter()
+        .map(|r| {
+            windows
+                .iter()
+                .find(|(id, _)| *id == r.id)
+                .and_then(|(_, w)| *w)
+        })
+        .collect();
+    mark_shared_counters(&mut all, &windows);
     for exp in &mut experiments {
         exp.variants = summarize(&exp.runs);
     }
@@ -268,16 +346,18 @@ pub fn invocation(report: &Report, times: InvocationTimes) -> InvocationResult {
         .filter(|s| s.stage == FAILOVER_STAGE)
         .map(|s| s.ms)
         .sum();
-    let share = if times.total_ms == 0 {
+    let capacity = times.total_ms * u64::from(times.lanes.max(1));
+    let share = if capacity == 0 {
         0.0
     } else {
-        1.0 - (failover_ms.min(times.total_ms) as f64 / times.total_ms as f64)
+        1.0 - (failover_ms.min(capacity) as f64 / capacity as f64)
     };
     InvocationResult {
         total_ms: times.total_ms,
         prepare_ms: times.prepare_ms,
         runs_ms: times.runs_ms,
         finish_ms: times.finish_ms,
+        lanes: times.lanes.max(1),
         failover_ms,
         harness_share: (share * 1000.0).round() / 1000.0,
     }
@@ -289,6 +369,75 @@ mod tests {
     use crate::report::fixtures;
     use crate::report::Verdict;
     use crate::verdict::tests::{events, OOS_TAINT};
+
+    #[test]
+    fn series_name_their_namespace() {
+        assert_eq!(
+            series_namespace(
+                r#"pod_gc_collector_force_delete_pods_total{namespace="nd-x",reason="out-of-service"}"#
+            ),
+            Some("nd-x")
+        );
+        assert_eq!(
+            series_namespace(
+                r#"attach_detach_controller_attachdetach_controller_forced_detaches{reason="timeout"}"#
+            ),
+            None
+        );
+        assert_eq!(series_namespace("no_labels_total"), None);
+    }
+
+    /// Synthetic windows: a and b overlap, c comes after both.
+    #[test]
+    fn cluster_wide_counters_are_shared_by_overlapping_runs_and_labelled_ones_are_not() {
+        let run = fixtures::oos_run();
+        let mut base = run_result(&run, &events(OOS_TAINT));
+        let detach = r#"attach_detach_controller_attachdetach_controller_forced_detaches{reason="out-of-service"}"#;
+        let podgc =
+            r#"pod_gc_collector_force_delete_pods_total{namespace="nd-a",reason="out-of-service"}"#;
+        base.controller_counters = Some(vec![
+            CounterChangeResult {
+                series: detach.into(),
+                before: Some(1),
+                after: 3,
+                shared_with: vec![],
+            },
+            CounterChangeResult {
+                series: podgc.into(),
+                before: None,
+                after: 1,
+                shared_with: vec![],
+            },
+        ]);
+        let named = |id: &str| RunResult {
+            id: id.into(),
+            ..base.clone()
+        };
+        let (mut a, mut b, mut c) = (named("a"), named("b"), named("c"));
+        let t = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
+        let windows = [
+            Some((t(0), t(60))),
+            Some((t(30), t(90))),
+            Some((t(90), t(120))),
+        ];
+        mark_shared_counters(&mut [&mut a, &mut b, &mut c], &windows);
+        let shared = |r: &RunResult, i: usize| {
+            r.controller_counters.as_ref().unwrap()[i]
+                .shared_with
+                .clone()
+        };
+        assert_eq!(shared(&a, 0), vec!["b".to_string()]);
+        assert_eq!(shared(&b, 0), vec!["a".to_string()], "c begins when b ends");
+        assert!(shared(&c, 0).is_empty(), "alone in its window: its own");
+        assert!(
+            shared(&a, 1).is_empty(),
+            "PodGC names its namespace: never shared"
+        );
+        // A run without a window (counters not read) shares nothing and is shared by none.
+        let (mut a, mut b) = (named("a"), named("b"));
+        mark_shared_counters(&mut [&mut a, &mut b], &[Some((t(0), t(60))), None]);
+        assert!(shared(&a, 0).is_empty());
+    }
 
     #[test]
     fn run_result_of_the_oos_taint_run() {
@@ -361,10 +510,14 @@ mod tests {
             runs_ms: 68_200,
             finish_ms: 1_800,
             total_ms: 80_000,
+            lanes: 1,
         };
         let inv = invocation(&rep, times);
         assert_eq!(inv.failover_ms, 50_000);
         assert_eq!(inv.harness_share, 0.375);
+        // Two lanes: twice the capacity for the same failovers.
+        let two = invocation(&rep, InvocationTimes { lanes: 2, ..times });
+        assert_eq!((two.lanes, two.harness_share), (2, 0.688));
         assert_eq!((inv.prepare_ms, inv.total_ms), (10_000, 80_000));
         let md = crate::report::markdown::render(&Report {
             invocation: Some(inv),

@@ -3,7 +3,7 @@
 //! - test case name `<variant>#<repetition>`, classname `<experiment>`, time = the run's
 //!   duration;
 //! - properties: `id`, `fault`, `remediation`, `verdict`, `profile`, `started`, `target-node`,
-//!   `replacement-node` when known, then `phase.<phase>` and `metric.<metric>` with values in
+//!   `replacement-node` when known, `lane` and `lane.nodes` in a parallel invocation, then `phase.<phase>` and `metric.<metric>` with values in
 //!   milliseconds from the fault;
 //! - `Fail` → one `<failure>` (JUnit allows one status element per test case): its message
 //!   lists every failed expectation as `<name>: expected <expected>, got <actual>` (joined by
@@ -118,6 +118,10 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
         if let Some(v) = value {
             props.push((name.into(), v.clone()));
         }
+    }
+    if let Some(lane) = run.lane {
+        props.push(("lane".into(), lane.to_string()));
+        props.push(("lane.nodes".into(), run.lane_nodes.join(",")));
     }
     props.push(("spec-hash".into(), run.spec_hash.clone()));
     if let Some(env) = &run.environment {

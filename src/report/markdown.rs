@@ -98,11 +98,16 @@ fn render_with(report: &Report, evidence: bool) -> String {
         let d = |ms: u64| crate::units::fmt_duration(std::time::Duration::from_millis(ms));
         let _ = writeln!(
             out,
-            "\nWall time of the invocation: {} — preparing the cluster {} · runs {} (failover {}) · \
+            "\nWall time of the invocation: {} — preparing the cluster {} · runs {}{} (failover {}) · \
              finishing {}; harness share {:.0}% (all but the failovers).",
             d(inv.total_ms),
             d(inv.prepare_ms),
             d(inv.runs_ms),
+            if inv.lanes > 1 {
+                format!(" in {} lanes", inv.lanes)
+            } else {
+                String::new()
+            },
             d(inv.failover_ms),
             d(inv.finish_ms),
             inv.harness_share * 100.0
@@ -391,8 +396,16 @@ fn counters(out: &mut String, runs: &[RunResult]) {
             changes
                 .iter()
                 .map(|c| {
+                    let shared = if c.shared_with.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (cluster-wide, shared with {}: they were in their fault windows too)",
+                            c.shared_with.join(", ")
+                        )
+                    };
                     format!(
-                        "`{}` +{}",
+                        "`{}` +{}{shared}",
                         c.series.replace('`', "'"),
                         c.after.saturating_sub(c.before.unwrap_or(0))
                     )

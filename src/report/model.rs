@@ -29,16 +29,28 @@ pub struct InvocationResult {
     pub total_ms: u64,
     /// Loading, creating or reusing the cluster, loading the workload image.
     pub prepare_ms: u64,
-    /// The runs, one after the other.
+    /// The runs: one after the other, or side by side in `lanes` lanes.
     pub runs_ms: u64,
     /// Waiting for the runs' namespaces to go, deleting a cluster made by the invocation.
     pub finish_ms: u64,
+    /// How many lanes the runs went in (absent: 1, one after the other).
+    #[serde(default = "one_lane", skip_serializing_if = "is_one_lane")]
+    pub lanes: u32,
     /// The sum of the runs' `fault` stages: from the fault to recovery (or to the end of
     /// observation) — the failover being measured.
     pub failover_ms: u64,
-    /// The share of `totalMs` that was not failover: the harness's own overhead (setup, steady
-    /// state, healing, cluster and image preparation), 0 to 1.
+    /// The share of the invocation's capacity (`totalMs` × `lanes`) that was not failover:
+    /// the harness's own overhead (setup, steady state, healing, cluster and image
+    /// preparation) and idle lanes, 0 to 1.
     pub harness_share: f64,
+}
+
+fn one_lane() -> u32 {
+    1
+}
+
+fn is_one_lane(lanes: &u32) -> bool {
+    *lanes == 1
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -101,6 +113,13 @@ pub struct RunResult {
     /// `steady-state`, `fault`: inject to recovery, `collect`, `heal`), in ms.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages_ms: Vec<StageTime>,
+    /// The lane the run went in (1-based), in an invocation with `--parallel`; absent when it
+    /// had the cluster to itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<u32>,
+    /// The nodes of that lane: the workload was confined to them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lane_nodes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_node: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,6 +175,11 @@ pub struct CounterChangeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<u64>,
     pub after: u64,
+    /// A cluster-wide series (no `namespace` label) that other runs of the invocation were in
+    /// their own fault windows while it changed: the change is theirs and this run's together,
+    /// not split between them. Empty: the run was alone in its window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_with: Vec<String>,
 }
 
 /// Where a run happened.

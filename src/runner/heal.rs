@@ -2,7 +2,7 @@
 //! run, on every exit path (error, panic, signal), and by `nodedown cleanup`.
 
 use crate::faults::NodeControl;
-use crate::journal::{Journal, Lane, Undo};
+use crate::journal::{Journal, Track, Undo};
 use crate::observe::Recorder;
 use crate::remediation::{self, is_control_plane, node_is_ready};
 use crate::timeline::EventKind;
@@ -35,28 +35,28 @@ pub struct HealError {
 impl Healer {
     /// Heals everything pending in `journal`; records heal events when a recorder is given.
     /// Keeps going after a failure. Returns how many actions were healed and every failure.
-    /// The nodes and the run's objects heal at the same time (each lane in heal order): the
+    /// The nodes and the run's objects heal at the same time (each track in heal order): the
     /// run's pods stop and go while the faulted node comes back. A pod left on that node goes
-    /// once its kubelet is back, which the object lane waits for anyway.
+    /// once its kubelet is back, which the object track waits for anyway.
     pub async fn heal_all(
         &self,
         journal: &Journal,
         recorder: Option<&Recorder>,
     ) -> (usize, Vec<HealError>) {
         let ((healed_nodes, mut errors), (healed_objects, object_errors)) = tokio::join!(
-            self.heal_lane(journal, Lane::Nodes, recorder),
-            self.heal_lane(journal, Lane::RunObjects, recorder)
+            self.heal_track(journal, Track::Nodes, recorder),
+            self.heal_track(journal, Track::RunObjects, recorder)
         );
         errors.extend(object_errors);
         (healed_nodes + healed_objects, errors)
     }
 
-    /// Heals what is pending in `journal` in one lane, one action after the other, in heal
+    /// Heals what is pending in `journal` in one track, one action after the other, in heal
     /// order; keeps going after a failure.
-    async fn heal_lane(
+    async fn heal_track(
         &self,
         journal: &Journal,
-        lane: Lane,
+        track: Track,
         recorder: Option<&Recorder>,
     ) -> (usize, Vec<HealError>) {
         let pending = match journal.pending() {
@@ -73,7 +73,7 @@ impl Healer {
         };
         let mut errors = Vec::new();
         let mut healed = 0;
-        for (id, undo) in pending.into_iter().filter(|(_, u)| u.lane() == lane) {
+        for (id, undo) in pending.into_iter().filter(|(_, u)| u.track() == track) {
             match self.heal(&undo, recorder).await {
                 Ok(()) => {
                     healed += 1;
@@ -286,6 +286,24 @@ pub async fn wait_namespaces_gone(client: &Client) -> Result<(), String> {
     }
 }
 
+/// The workers a pod can go to now: Ready, not control plane, not cordoned, no NoSchedule or
+/// NoExecute taint. By name. Pure.
+pub fn schedulable_workers(nodes: &[Node]) -> Vec<String> {
+    nodes
+        .iter()
+        .filter(|n| node_is_ready(n) && !is_control_plane(n))
+        .filter(|n| {
+            let spec = n.spec.as_ref();
+            !spec.and_then(|s| s.unschedulable).unwrap_or(false)
+                && !spec.and_then(|s| s.taints.as_ref()).is_some_and(|t| {
+                    t.iter()
+                        .any(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+                })
+        })
+        .filter_map(|n| n.metadata.name.clone())
+        .collect()
+}
+
 /// What makes a cluster unfit for a failover run, one line each (empty: fit). Pure.
 pub fn degraded(nodes: &[Node]) -> Vec<String> {
     let mut problems = Vec::new();
@@ -314,18 +332,7 @@ pub fn degraded(nodes: &[Node]) -> Vec<String> {
             tainted.join(", ")
         ));
     }
-    let schedulable = nodes
-        .iter()
-        .filter(|n| node_is_ready(n) && !is_control_plane(n))
-        .filter(|n| {
-            let spec = n.spec.as_ref();
-            !spec.and_then(|s| s.unschedulable).unwrap_or(false)
-                && !spec.and_then(|s| s.taints.as_ref()).is_some_and(|t| {
-                    t.iter()
-                        .any(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-                })
-        })
-        .count();
+    let schedulable = schedulable_workers(nodes).len();
     if schedulable < 2 {
         problems.push(format!(
             "{schedulable} schedulable worker(s): a failover needs at least two"

@@ -14,6 +14,7 @@ use crate::cluster::Env;
 use crate::faults::{self, NodeControl, NodeFault};
 use crate::journal::{Journal, Undo};
 use crate::observe::{self, Recorder, Scope};
+use crate::plan::lanes::Lane;
 use crate::plan::{self, PlanOptions, PlannedRun};
 use crate::remediation::{self, OUT_OF_SERVICE_KEY};
 use crate::spec::{Experiment, FaultKind, RemediationSpec, WorkloadKind};
@@ -84,7 +85,66 @@ pub fn plan_all(experiments: &[(PathBuf, Experiment)], opts: &PlanOptions) -> Ve
         .collect()
 }
 
-/// Runs one planned run in `dir`, healing on every exit path (error, panic, signal).
+/// The invocation's one owner of SIGINT and SIGTERM: one task takes every signal, and every
+/// run and the invocation's own last waits ask it. The first signal stops the runs (each heals
+/// from its journal); a later one cannot stop a heal (SIGKILL, then `nodedown cleanup`, is the
+/// way out) but ends the last wait for namespaces.
+#[derive(Clone)]
+pub struct Interrupt(tokio::sync::watch::Receiver<(u32, Option<&'static str>)>);
+
+impl Interrupt {
+    /// Takes over SIGINT and SIGTERM for the rest of the process.
+    pub fn install() -> Interrupt {
+        let (tx, rx) = tokio::sync::watch::channel((0, None));
+        tokio::spawn(async move {
+            let mut count = 0;
+            loop {
+                let signal = shutdown_signal().await;
+                count += 1;
+                if count > 1 {
+                    eprintln!(
+                        "{signal} again: the runs' heal goes on (SIGKILL stops nodedown; then run `nodedown cleanup <out dir>`)"
+                    );
+                }
+                let first = tx.borrow().1.unwrap_or(signal);
+                let _ = tx.send((count, Some(first)));
+            }
+        });
+        Interrupt(rx)
+    }
+
+    /// The first signal taken, if one came.
+    pub fn signal(&self) -> Option<&'static str> {
+        self.0.borrow().1
+    }
+
+    /// How many signals came so far.
+    pub fn count(&self) -> u32 {
+        self.0.borrow().0
+    }
+
+    /// Waits until a signal has come (returns at once when one did).
+    pub async fn wait(&self) -> &'static str {
+        self.wait_beyond(0).await
+    }
+
+    /// Waits until more than `seen` signals have come; returns the first one's name.
+    pub async fn wait_beyond(&self, seen: u32) -> &'static str {
+        let mut rx = self.0.clone();
+        loop {
+            let (count, first) = *rx.borrow_and_update();
+            if let (true, Some(signal)) = (count > seen, first) {
+                return signal;
+            }
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+/// Runs one planned run in `dir`, healing on every exit path (error, panic, signal). In a
+/// lane, the workload is confined to the lane's nodes and only they are checked and watched.
 /// Returns the run's events.
 pub async fn run_one(
     env: &Env,
@@ -92,6 +152,8 @@ pub async fn run_one(
     run: &PlannedRun,
     dir: &Path,
     progress: &Progress,
+    lane: Option<&Lane>,
+    interrupt: &Interrupt,
 ) -> Result<Vec<Event>, RunnerError> {
     std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
     let run_json = serde_json::to_string_pretty(run).expect("run serializes");
@@ -121,6 +183,7 @@ pub async fn run_one(
         dir: dir.to_path_buf(),
         progress: progress.clone(),
         background: Default::default(),
+        lane: lane.cloned(),
     };
     let background = steps.background.clone();
     let handle = tokio::spawn(async move { steps.execute().await });
@@ -131,7 +194,7 @@ pub async fn run_one(
             Err(e) if e.is_panic() => Err(format!("harness panic: {e}")),
             Err(e) => Err(format!("run task ended: {e}")),
         }),
-        signal = shutdown_signal() => { abort.abort(); Err(signal) }
+        signal = interrupt.wait() => { abort.abort(); Err(signal) }
     };
     // Heal whatever is pending, whatever happened; the watchers keep recording meanwhile.
     recorder.record(EventKind::Stage {
@@ -201,6 +264,8 @@ struct Steps {
     dir: PathBuf,
     progress: Progress,
     background: Background,
+    /// The lane the run goes in (none: the whole cluster).
+    lane: Option<Lane>,
 }
 
 /// The steady state a fault interrupts: the pod serving the workload and its node.
@@ -322,7 +387,23 @@ impl Steps {
                 .list(&ListParams::default())
                 .await
                 .map_err(|e| e.to_string())?;
-            let problems = heal::degraded(&list.items);
+            // In a lane: its own nodes and the control plane every lane shares; another lane's
+            // node down is that lane's failover, not a degraded cluster.
+            let mine: Vec<Node> = match &self.lane {
+                None => list.items,
+                Some(lane) => list
+                    .items
+                    .into_iter()
+                    .filter(|n| {
+                        remediation::is_control_plane(n)
+                            || n.metadata
+                                .name
+                                .as_ref()
+                                .is_some_and(|name| lane.nodes.contains(name))
+                    })
+                    .collect(),
+            };
+            let problems = heal::degraded(&mine);
             if problems.is_empty() {
                 return Ok(());
             }
@@ -352,9 +433,19 @@ impl Steps {
             image: self.settings.image.0.clone(),
             preloaded: self.settings.image.1,
             storage: self.settings.storage.clone(),
+            nodes: self
+                .lane
+                .as_ref()
+                .map(|l| l.nodes.clone())
+                .unwrap_or_default(),
         };
         self.progress
             .step(&format!("setup: namespace {}", workload.namespace));
+        self.recorder.record(EventKind::RunScope {
+            namespace: workload.namespace.clone(),
+            lane: self.lane.as_ref().map(|l| l.index),
+            nodes: workload.nodes.clone(),
+        });
         let watch = Watch {
             recorder: self.recorder.clone(),
             tracker: Tracker::new(),
@@ -365,6 +456,7 @@ impl Steps {
             &Scope {
                 namespace: workload.namespace.clone(),
                 pod_selector: workload.selector(),
+                nodes: workload.nodes.clone(),
             },
             self.recorder.clone(),
         );

@@ -11,6 +11,9 @@ pub struct Progress {
     start: Instant,
     prefix: Arc<std::sync::Mutex<String>>,
     quiet: bool,
+    /// A lane's view of the invocation's progress: its own prefix on its lines, the spinner's
+    /// prefix left to the invocation.
+    lane: bool,
 }
 
 impl Progress {
@@ -29,13 +32,26 @@ impl Progress {
             start: Instant::now(),
             prefix: Arc::default(),
             quiet,
+            lane: false,
+        }
+    }
+
+    /// The same output for one lane of a parallel invocation: lines carry the lane's own
+    /// prefix (`[lane 2] [3/13] …`), set with [`Progress::set_run`].
+    pub fn for_lane(&self) -> Progress {
+        Progress {
+            bar: self.bar.clone(),
+            start: self.start,
+            prefix: Arc::default(),
+            quiet: self.quiet,
+            lane: true,
         }
     }
 
     /// Names the run in progress (e.g. `[2/4] node-shutdown/oos-taint/1`).
     pub fn set_run(&self, prefix: &str) {
         *self.prefix.lock().unwrap_or_else(|p| p.into_inner()) = prefix.to_string();
-        if let Some(bar) = &self.bar {
+        if let (Some(bar), false) = (&self.bar, self.lane) {
             bar.set_prefix(prefix.to_string());
         }
     }
@@ -57,7 +73,11 @@ impl Progress {
         match &self.bar {
             Some(bar) => {
                 bar.println(&line);
-                bar.set_message(message.to_string());
+                if self.lane {
+                    bar.set_message(format!("{prefix} {message}"));
+                } else {
+                    bar.set_message(message.to_string());
+                }
             }
             None => eprintln!("{line}"),
         }

@@ -57,6 +57,7 @@ pub enum Resource {
     Pods,
     VolumeAttachments,
     Events,
+    PersistentVolumeClaims,
 }
 
 /// One node as its kubelet describes itself (`status.nodeInfo`).
@@ -125,6 +126,21 @@ pub enum EventKind {
     },
     /// Where the run happened (versions, storage), read at setup.
     ClusterFacts(ClusterFacts),
+    /// What is this run's own, recorded at setup before anything is deployed: its namespace,
+    /// and in a parallel invocation its lane (1-based) and the lane's nodes. From this event on,
+    /// the timeline counts only VolumeAttachments of the run's own volumes (its claims' volumes,
+    /// or the ones nodedown made for it, named `<namespace>-…`). Absent in runs recorded before
+    /// it existed: those attribute every VolumeAttachment on the target node, as they did.
+    RunScope {
+        namespace: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lane: Option<u32>,
+        /// The nodes the workload is confined to (empty: the whole cluster).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        nodes: Vec<String>,
+    },
+    /// A claim of the run's namespace is bound to a PersistentVolume (`spec.volumeName`).
+    ClaimBound { claim: String, pv: String },
     /// The workload's target pod ran and was Ready before the fault: the steady state.
     WorkloadReady {
         pod: String,
@@ -294,6 +310,7 @@ impl EventKind {
                 Some(Resource::VolumeAttachments)
             }
             EventKind::KubeEvent { .. } => Some(Resource::Events),
+            EventKind::ClaimBound { .. } => Some(Resource::PersistentVolumeClaims),
             _ => None,
         }
     }

@@ -283,6 +283,30 @@ pub struct Timeline {
     /// recovery (the `controller-counters` events), when they could be read.
     pub counters_before: Option<BTreeMap<String, u64>>,
     pub counters_after: Option<BTreeMap<String, u64>>,
+    /// Wall clock (RFC 3339) of those two readings: the window in which another run's
+    /// failover would show in the same cluster-wide counters.
+    pub counters_window: (Option<String>, Option<String>),
+    /// The run's scope (the `run-scope` event): its namespace, lane and lane nodes.
+    pub namespace: Option<String>,
+    pub lane: Option<u32>,
+    pub lane_nodes: Vec<String>,
+}
+
+impl Timeline {
+    /// Whether a VolumeAttachment of `pv` is this run's: every one in a run recorded without
+    /// a scope; else one of its claims' volumes, or a volume nodedown made for it
+    /// (`<namespace>-…`).
+    fn owns_volume(&self, volumes: &std::collections::BTreeSet<String>, pv: Option<&str>) -> bool {
+        let Some(ns) = &self.namespace else {
+            return true;
+        };
+        pv.is_some_and(|pv| {
+            volumes.contains(pv)
+                || pv
+                    .strip_prefix(ns.as_str())
+                    .is_some_and(|rest| rest.starts_with('-'))
+        })
+    }
 }
 
 impl Timeline {
@@ -380,6 +404,8 @@ pub struct Tracker {
     last_at: u64,
     /// The open stage: its name and start.
     stage: Option<(String, u64)>,
+    /// The volumes of the run's claims (`claim-bound` events).
+    volumes: std::collections::BTreeSet<String>,
 }
 
 impl Tracker {
@@ -510,10 +536,28 @@ impl Tracker {
             EventKind::ControllerCounters {
                 stage, counters, ..
             } => match stage.as_str() {
-                "before-fault" => self.tl.counters_before = Some(counters.clone()),
-                "after-recovery" => self.tl.counters_after = Some(counters.clone()),
+                "before-fault" => {
+                    self.tl.counters_before = Some(counters.clone());
+                    self.tl.counters_window.0 = Some(e.wall.clone());
+                }
+                "after-recovery" => {
+                    self.tl.counters_after = Some(counters.clone());
+                    self.tl.counters_window.1 = Some(e.wall.clone());
+                }
                 _ => {}
             },
+            EventKind::RunScope {
+                namespace,
+                lane,
+                nodes,
+            } => {
+                self.tl.namespace = Some(namespace.clone());
+                self.tl.lane = *lane;
+                self.tl.lane_nodes = nodes.clone();
+            }
+            EventKind::ClaimBound { pv, .. } => {
+                self.volumes.insert(pv.clone());
+            }
             EventKind::WatchGap { resource, .. } => {
                 self.open_gaps.entry(*resource).or_insert(e.at_ms);
             }
@@ -660,6 +704,11 @@ impl Tracker {
             }
             EventKind::PodDeleted { uid, .. } if is_old(uid) => hit.push(Phase::OldPodDeleted),
             EventKind::NodeDeleted { node } if on_target(node) => hit.push(Phase::NodeDeleted),
+            // Only the run's own volumes: another volume's detach on the same node (another
+            // lane's, another tenant's) is not this failover.
+            EventKind::VolumeAttachment { pv, .. }
+            | EventKind::VolumeAttachmentDeleted { pv, .. }
+                if !self.tl.owns_volume(&self.volumes, pv.as_deref()) => {}
             EventKind::VolumeAttachment { node, attached, .. } => {
                 if !attached && on_target(node) {
                     hit.push(Phase::VolumeDetached);
@@ -1486,6 +1535,89 @@ pub(crate) mod tests {
                 ("volume-detached", 50),
             ]
         );
+    }
+
+    /// Synthetic: a run in a lane, and VolumeAttachments of three volumes on its target node
+    /// and elsewhere — its claim's (bound), one nodedown made for it, and another run's.
+    #[test]
+    fn a_scoped_run_counts_only_its_own_volumes() {
+        let va = |at, name: &str, node: &str, pv: &str, attached| {
+            ev(
+                at,
+                EventKind::VolumeAttachment {
+                    name: name.into(),
+                    node: node.into(),
+                    pv: Some(pv.into()),
+                    attached,
+                },
+            )
+        };
+        let start = |scoped: bool| {
+            let mut e = vec![];
+            if scoped {
+                e.push(ev(
+                    0,
+                    EventKind::RunScope {
+                        namespace: "nd-a-1-abcde".into(),
+                        lane: Some(2),
+                        nodes: vec!["w3".into(), "w4".into()],
+                    },
+                ));
+            }
+            e.push(ev(
+                1,
+                EventKind::ClaimBound {
+                    claim: "data-ledger-0".into(),
+                    pv: "pvc-1234".into(),
+                },
+            ));
+            e.push(ev(
+                2,
+                EventKind::WorkloadReady {
+                    pod: "ledger-0".into(),
+                    uid: "old".into(),
+                    node: "w3".into(),
+                },
+            ));
+            e.push(ev(
+                10,
+                EventKind::FaultInjected {
+                    fault: "node-shutdown".into(),
+                    node: "w3".into(),
+                    basis: TimeZeroBasis::RequestReturned,
+                    backend: None,
+                    returned_ms: None,
+                },
+            ));
+            e
+        };
+        // Another run's volume detaches from w3 first and attaches on w4 first.
+        let others = [
+            va(20, "v-other", "w3", "nd-b-1-fffff-data-ledger-0", false),
+            va(25, "v-other2", "w4", "nd-b-1-fffff-data-ledger-0", true),
+        ];
+        let own = [
+            va(40, "v-own", "w3", "pvc-1234", false),
+            va(60, "v-made", "w4", "nd-a-1-abcde-data-ledger-0", true),
+        ];
+        let scoped: Vec<Event> = start(true)
+            .into_iter()
+            .chain(others.clone())
+            .chain(own.clone())
+            .collect();
+        let tl = analyze(&scoped);
+        assert_eq!((tl.lane, tl.lane_nodes.len()), (Some(2), 2));
+        assert_eq!(tl.at(Phase::VolumeDetached), Some(30), "its claim's volume");
+        assert_eq!(
+            tl.at(Phase::VolumeAttached),
+            Some(50),
+            "the volume made for it"
+        );
+        // The same events without a scope (as recorded before it existed) take the first.
+        let unscoped: Vec<Event> = start(false).into_iter().chain(others).chain(own).collect();
+        let tl = analyze(&unscoped);
+        assert_eq!(tl.at(Phase::VolumeDetached), Some(10));
+        assert_eq!(tl.at(Phase::VolumeAttached), Some(15));
     }
 
     #[test]

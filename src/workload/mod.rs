@@ -187,6 +187,9 @@ pub struct Workload {
     /// The image was loaded into the nodes (never pull it).
     pub preloaded: bool,
     pub storage: StorageAccess,
+    /// The lane's nodes the pods are confined to (required node affinity on the pod
+    /// template); empty: anywhere the scheduler likes.
+    pub nodes: Vec<String>,
 }
 
 /// How the workload's storage and evidence are reached from the harness's machine.
@@ -254,11 +257,14 @@ impl Workload {
                 .await
                 .map_err(|e| format!("list nodes: {e}"))?;
             let pvs: Api<PersistentVolume> = Api::all(client.clone());
-            for node in nodes
-                .items
-                .iter()
-                .filter(|n| !crate::remediation::is_control_plane(n))
-            {
+            for node in nodes.items.iter().filter(|n| {
+                !crate::remediation::is_control_plane(n)
+                    && (self.nodes.is_empty()
+                        || n.metadata
+                            .name
+                            .as_ref()
+                            .is_some_and(|name| self.nodes.contains(name)))
+            }) {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 let pv = local_volume(
                     ns,
@@ -279,7 +285,10 @@ impl Workload {
         let (spec, image, run_id) = (&self.spec, self.image.as_str(), self.run_id.as_str());
         match spec.controller {
             Controller::StatefulSet => {
-                let sts = statefulset(spec, image, self.preloaded, run_id);
+                let mut sts = statefulset(spec, image, self.preloaded, run_id);
+                if let Some(pod) = sts.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+                    confine(pod, &self.nodes);
+                }
                 create(client, ns, &sts, "StatefulSet").await?;
             }
             Controller::Deployment => {
@@ -294,7 +303,10 @@ impl Workload {
                 if spec.kind == WorkloadKind::Ledger {
                     create(client, ns, &service(app, run_id), "Service").await?;
                 }
-                let deploy = deployment(spec, image, self.preloaded, run_id);
+                let mut deploy = deployment(spec, image, self.preloaded, run_id);
+                if let Some(pod) = deploy.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+                    confine(pod, &self.nodes);
+                }
                 create(client, ns, &deploy, "Deployment").await?;
             }
         }
@@ -458,6 +470,26 @@ fn container(
         }
     }
     c
+}
+
+/// Confines a pod template to `nodes` (a lane): required node affinity on
+/// `kubernetes.io/hostname`, which the scheduler honours for the first pod and every
+/// replacement alike, and which changes nothing else the failover does (tolerations, eviction,
+/// detach and attach are the same). No `nodes`: the template is left as it is.
+pub fn confine(pod: &mut k8s_openapi::api::core::v1::PodSpec, nodes: &[String]) {
+    if nodes.is_empty() {
+        return;
+    }
+    pod.affinity = Some(
+        serde_json::from_value(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
+                ]}]
+            }}}),
+        )
+        .expect("valid affinity"),
+    );
 }
 
 /// Creates `obj` in namespace `ns`; `what` names its kind in the error.
@@ -640,10 +672,50 @@ mod tests {
             image: "img:1".into(),
             preloaded: true,
             storage: StorageAccess::default(),
+            nodes: vec![],
         };
         assert_eq!(w.volume_owners(), vec!["ledger".to_string()]);
         assert_eq!(w.target_pod("ledger-0"), None);
         assert_eq!(w.status_proxy("ledger-0"), "services/ledger");
+    }
+
+    #[test]
+    fn a_lane_confines_the_pods_to_its_nodes() {
+        let spec = WorkloadSpec {
+            kind: WorkloadKind::Ledger,
+            replicas: 1,
+            storage_class: SHARED_CLASS.into(),
+            size: "1Gi".into(),
+            image: None,
+            access_mode: AccessMode::ReadWriteOnce,
+            controller: Default::default(),
+            strategy: None,
+        };
+        let mut sts = statefulset(&spec, "img:1", true, "e/v/1");
+        let pod = sts.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+        confine(pod, &[]);
+        assert!(pod.affinity.is_none(), "alone: no affinity");
+        confine(pod, &["w3".to_string(), "w4".to_string()]);
+        let terms = &pod
+            .affinity
+            .as_ref()
+            .unwrap()
+            .node_affinity
+            .as_ref()
+            .unwrap()
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()
+            .unwrap()
+            .node_selector_terms;
+        let e = &terms[0].match_expressions.as_ref().unwrap()[0];
+        assert_eq!(
+            (e.key.as_str(), e.operator.as_str()),
+            ("kubernetes.io/hostname", "In")
+        );
+        assert_eq!(
+            e.values.as_deref(),
+            Some(&["w3".to_string(), "w4".to_string()][..])
+        );
     }
 
     #[test]
