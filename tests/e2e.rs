@@ -75,8 +75,8 @@ fn unhealthy_nodes() -> Vec<String> {
     }
     assert_eq!(
         nodes["items"].as_array().unwrap().len(),
-        4,
-        "the testenv cluster has 4 nodes"
+        7,
+        "the testenv cluster has 7 nodes (1 + 6 workers)"
     );
     bad
 }
