@@ -506,11 +506,7 @@ impl Invocation<'_> {
             .await
             .map_err(|e| format!("list nodes: {e}"))?;
         let workers = runner::heal::schedulable_workers(&nodes.items);
-        let need = self.runs.iter().map(lanes::nodes_needed).max().unwrap_or(2);
-        let laneable = lanes::place(self.runs, usize::MAX, need, self.args.allow_control_plane)
-            .iter()
-            .filter(|p| **p == lanes::Placement::Lane)
-            .count();
+        let (need, laneable) = lanes::demand(self.runs, self.args.allow_control_plane);
         let count = lanes::lane_count(self.args.parallel, workers.len(), need, laneable);
         if count <= 1 {
             self.progress.step(&format!(
@@ -531,7 +527,7 @@ impl Invocation<'_> {
     /// cluster alone once every lane is idle. Returns whether a signal stopped it (then every
     /// run going was healed and none was started after it).
     async fn schedule(&self, env: &Env, settings: &RunSettings, lanes: Vec<Lane>) -> bool {
-        use crate::plan::lanes::{next_start, place, Placement};
+        use crate::plan::lanes::{can_start, place, Placement};
         use futures::stream::{FuturesUnordered, StreamExt};
         let lane_size = lanes.iter().map(|l| l.nodes.len()).min().unwrap_or(0);
         let placements = place(
@@ -556,11 +552,11 @@ impl Invocation<'_> {
         let mut interrupted = false;
         loop {
             while !interrupted {
-                let queue: Vec<&Placement> = pending.iter().map(|(i, _)| &placements[*i]).collect();
-                if next_start(&queue, free.len(), going.len()).is_none() {
+                let next = pending.front().map(|(i, _)| &placements[*i]);
+                if !can_start(next, free.len(), going.len()) {
                     break;
                 }
-                let (i, planned) = pending.pop_front().expect("next_start found one");
+                let (i, planned) = pending.pop_front().expect("can_start saw one");
                 let lane = match placements[i] {
                     Placement::Lane => Some(free.remove(0)),
                     Placement::Alone(_) => None,
@@ -753,16 +749,12 @@ fn lanes_text(
     parallel: crate::plan::lanes::Parallel,
     allow_control_plane: bool,
 ) -> Option<Vec<crate::plan::lanes::Placement>> {
-    use crate::plan::lanes::{self, Parallel, Placement};
+    use crate::plan::lanes::{self, Parallel};
     use std::fmt::Write as _;
     if parallel == Parallel::Lanes(1) {
         return None;
     }
-    let need = runs.iter().map(lanes::nodes_needed).max().unwrap_or(2);
-    let laneable = lanes::place(runs, usize::MAX, need, allow_control_plane)
-        .iter()
-        .filter(|p| **p == Placement::Lane)
-        .count();
+    let (need, laneable) = lanes::demand(runs, allow_control_plane);
     let config = opts.kind_config.clone().or_else(|| {
         experiments.first().and_then(|(file, e)| {
             let kind = e.cluster.provider == crate::spec::Provider::Kind

@@ -128,16 +128,26 @@ pub fn place(
         .collect()
 }
 
-/// What comes next, given the runs not started yet (`pending`, in plan order, with their
-/// placements), how many lanes are free and whether any run is going: the first pending run,
-/// if it can start now. A run that needs the cluster alone waits for every lane to be idle
-/// and holds back the runs after it (the plan's order is kept, as an exclusive test group
-/// in cargo-nextest keeps its place).
-pub fn next_start(placements: &[&Placement], free_lanes: usize, running: usize) -> Option<usize> {
-    match placements.first()? {
-        Placement::Alone(_) if running == 0 => Some(0),
-        Placement::Lane if free_lanes > 0 => Some(0),
-        _ => None,
+/// How many nodes the runs need of a lane (the most any of them needs) and how many of them
+/// can go in one at all.
+pub fn demand(runs: &[PlannedRun], allow_control_plane: bool) -> (usize, usize) {
+    let need = runs.iter().map(nodes_needed).max().unwrap_or(2);
+    let laneable = place(runs, usize::MAX, need, allow_control_plane)
+        .iter()
+        .filter(|p| **p == Placement::Lane)
+        .count();
+    (need, laneable)
+}
+
+/// Whether the next run not started yet (`next`, with its placement) can start now, given how
+/// many lanes are free and how many runs are going. A run that needs the cluster alone waits
+/// for every lane to be idle and holds back the runs after it (the plan's order is kept, as an
+/// exclusive test group in cargo-nextest keeps its place).
+pub fn can_start(next: Option<&Placement>, free_lanes: usize, running: usize) -> bool {
+    match next {
+        Some(Placement::Alone(_)) => running == 0,
+        Some(Placement::Lane) => free_lanes > 0,
+        None => false,
     }
 }
 
@@ -232,14 +242,10 @@ mod tests {
     #[test]
     fn a_run_alone_waits_for_idle_lanes_and_holds_back_the_rest() {
         let (lane, alone) = (Placement::Lane, Placement::Alone("x".into()));
-        assert_eq!(next_start(&[&lane, &alone], 1, 2), Some(0));
-        assert_eq!(next_start(&[&lane], 0, 3), None, "no free lane");
-        assert_eq!(
-            next_start(&[&alone, &lane], 2, 1),
-            None,
-            "one run still going"
-        );
-        assert_eq!(next_start(&[&alone, &lane], 3, 0), Some(0));
-        assert_eq!(next_start(&[], 3, 0), None);
+        assert!(can_start(Some(&lane), 1, 2));
+        assert!(!can_start(Some(&lane), 0, 3), "no free lane");
+        assert!(!can_start(Some(&alone), 2, 1), "one run still going");
+        assert!(can_start(Some(&alone), 3, 0));
+        assert!(!can_start(None, 3, 0));
     }
 }

@@ -293,23 +293,6 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// Whether a VolumeAttachment of `pv` is this run's: every one in a run recorded without
-    /// a scope; else one of its claims' volumes, or a volume nodedown made for it
-    /// (`<namespace>-…`).
-    fn owns_volume(&self, volumes: &std::collections::BTreeSet<String>, pv: Option<&str>) -> bool {
-        let Some(ns) = &self.namespace else {
-            return true;
-        };
-        pv.is_some_and(|pv| {
-            volumes.contains(pv)
-                || pv
-                    .strip_prefix(ns.as_str())
-                    .is_some_and(|rest| rest.starts_with('-'))
-        })
-    }
-}
-
-impl Timeline {
     /// The observation of `phase`, when it happened.
     pub fn phase(&self, phase: Phase) -> Option<&PhaseAt> {
         self.phases.iter().find(|p| p.phase == phase)
@@ -411,6 +394,21 @@ pub struct Tracker {
 impl Tracker {
     pub fn new() -> Tracker {
         Tracker::default()
+    }
+
+    /// Whether a VolumeAttachment of `pv` is this run's: every one in a run recorded without
+    /// a scope; else one of its claims' volumes, or a volume nodedown made for it
+    /// (`<namespace>-…`).
+    fn owns_volume(&self, pv: Option<&str>) -> bool {
+        let Some(ns) = &self.tl.namespace else {
+            return true;
+        };
+        pv.is_some_and(|pv| {
+            self.volumes.contains(pv)
+                || pv
+                    .strip_prefix(ns.as_str())
+                    .is_some_and(|rest| rest.starts_with('-'))
+        })
     }
 
     /// The pod that serves the workload now (Running, Ready, not terminating), preferring the
@@ -708,7 +706,7 @@ impl Tracker {
             // lane's, another tenant's) is not this failover.
             EventKind::VolumeAttachment { pv, .. }
             | EventKind::VolumeAttachmentDeleted { pv, .. }
-                if !self.tl.owns_volume(&self.volumes, pv.as_deref()) => {}
+                if !self.owns_volume(pv.as_deref()) => {}
             EventKind::VolumeAttachment { node, attached, .. } => {
                 if !attached && on_target(node) {
                     hit.push(Phase::VolumeDetached);

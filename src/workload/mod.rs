@@ -606,10 +606,10 @@ pub fn statefulset(
 mod tests {
     use super::*;
 
-    #[test]
-    fn manifests_fit_together() {
-        let spec = WorkloadSpec {
-            kind: WorkloadKind::Writer,
+    /// One replica of `kind` on a 1Gi ReadWriteOnce volume of the shared class.
+    fn shared_spec(kind: WorkloadKind) -> WorkloadSpec {
+        WorkloadSpec {
+            kind,
             replicas: 1,
             storage_class: SHARED_CLASS.into(),
             size: "1Gi".into(),
@@ -617,7 +617,12 @@ mod tests {
             access_mode: AccessMode::ReadWriteOnce,
             controller: Default::default(),
             strategy: None,
-        };
+        }
+    }
+
+    #[test]
+    fn manifests_fit_together() {
+        let spec = shared_spec(WorkloadKind::Writer);
         let sts = statefulset(&spec, "img:1", true, "exp/v/1");
         let tpl = sts.spec.as_ref().unwrap();
         assert_eq!(
@@ -681,16 +686,7 @@ mod tests {
 
     #[test]
     fn a_lane_confines_the_pods_to_its_nodes() {
-        let spec = WorkloadSpec {
-            kind: WorkloadKind::Ledger,
-            replicas: 1,
-            storage_class: SHARED_CLASS.into(),
-            size: "1Gi".into(),
-            image: None,
-            access_mode: AccessMode::ReadWriteOnce,
-            controller: Default::default(),
-            strategy: None,
-        };
+        let spec = shared_spec(WorkloadKind::Ledger);
         let mut sts = statefulset(&spec, "img:1", true, "e/v/1");
         let pod = sts.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
         confine(pod, &[]);
