@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -101,26 +101,78 @@ fn now() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
 }
 
-impl Journal {
-    /// Opens (appending) or creates the journal at `path`.
-    pub fn open(path: &Path) -> std::io::Result<Journal> {
-        let next = read(path)?
-            .iter()
-            .map(|e| match e {
-                Entry::Do { id, .. } | Entry::Healed { id, .. } => *id,
+/// What the journal holds that is not yet undone.
+#[derive(Debug, Default)]
+pub struct Pending {
+    /// The undo actions not yet healed, in heal order.
+    pub actions: Vec<(u64, Undo)>,
+    /// Lines that could not be read (other than a torn last line): what they recorded, if it
+    /// was an action, cannot be undone from here, and whoever heals must say so.
+    pub unreadable: Vec<crate::jsonl::BadLine>,
+}
+
+impl Pending {
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty() && self.unreadable.is_empty()
+    }
+}
+
+/// What an unreadable journal line seems to have recorded, for the message that says it was
+/// not undone: the undo kind and its object when the line is JSON of an unknown shape.
+pub fn describe_unreadable(bad: &crate::jsonl::BadLine) -> String {
+    let guess = serde_json::from_str::<serde_json::Value>(&bad.text)
+        .ok()
+        .and_then(|v| {
+            let undo = v.get("undo")?.as_str()?.to_string();
+            let object = ["node", "name", "path"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(|x| x.as_str()).map(String::from));
+            Some(match object {
+                Some(o) => format!("{undo} {o}"),
+                None => undo,
             })
-            .max()
-            .unwrap_or(0)
-            + 1;
+        });
+    match guess {
+        Some(g) => format!(
+            "line {} cannot be read ({}); it looks like `{g}`, which was NOT undone: undo it by hand",
+            bad.line, bad.detail
+        ),
+        None => format!(
+            "line {} cannot be read ({}); if it recorded an action, that action was NOT undone (the line: {})",
+            bad.line, bad.detail, bad.text
+        ),
+    }
+}
+
+impl Journal {
+    /// Opens (appending) or creates the journal at `path`. A torn last line (a crash in the
+    /// middle of [`Journal::record`], which returns only after the line is synced, so the
+    /// action it announced was never taken) is cut off, so the next entry starts a line of its
+    /// own and the file keeps to the JSON-lines rule.
+    pub fn open(path: &Path) -> std::io::Result<Journal> {
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
             .read(true)
             .open(path)?;
-        // A torn last line (crash mid-write) must stay a line of its own: end it, or the next
-        // entry would be glued onto the garbage and be lost with it.
-        if ends_torn(&mut file)? {
-            file.write_all(b"\n")?;
+        let text = read_text(&mut file)?;
+        let next = crate::jsonl::parse::<Entry>(&text)
+            .values
+            .iter()
+            .map(|(_, e)| match e {
+                Entry::Do { id, .. } | Entry::Healed { id, .. } => *id,
+            })
+            .max()
+            .unwrap_or(0)
+            + 1;
+        if !text.is_empty() && !text.ends_with('\n') {
+            let keep = text.rfind('\n').map(|i| i + 1).unwrap_or(0);
+            tracing::warn!(
+                "{}: cutting off a torn last line: {}",
+                path.display(),
+                &text[keep..]
+            );
+            file.set_len(keep as u64)?;
             file.sync_data()?;
         }
         Ok(Journal {
@@ -161,50 +213,33 @@ impl Journal {
         self.append(&mut guard.0, &Entry::Healed { id, wall: now() })
     }
 
-    pub fn pending(&self) -> std::io::Result<Vec<(u64, Undo)>> {
-        pending(&read(&self.path)?)
+    pub fn pending(&self) -> std::io::Result<Pending> {
+        Ok(pending(read(&self.path)?))
     }
 }
 
-/// Whether a non-empty file does not end with a newline.
-fn ends_torn(file: &mut File) -> std::io::Result<bool> {
+fn read_text(file: &mut File) -> std::io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(false);
-    }
-    file.seek(SeekFrom::Start(len - 1))?;
-    let mut last = [0u8; 1];
-    file.read_exact(&mut last)?;
-    Ok(last[0] != b'\n')
+    file.seek(SeekFrom::Start(0))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    // Not UTF-8 is as unreadable as bad JSON: keep going, the bad lines are reported.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Reads a journal file (missing file: empty). A torn last line (crash mid-write) is ignored.
-pub fn read(path: &Path) -> std::io::Result<Vec<Entry>> {
-    let file = match File::open(path) {
+/// Reads a journal file (missing file: empty) by the JSON-lines rule of [`crate::jsonl`].
+pub fn read(path: &Path) -> std::io::Result<crate::jsonl::Read<Entry>> {
+    let mut file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(crate::jsonl::parse("")),
         Err(e) => return Err(e),
     };
-    let mut entries = Vec::new();
-    for line in BufReader::new(file).lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str(&line) {
-            Ok(e) => entries.push(e),
-            Err(e) => tracing::warn!(
-                "{}: ignoring unreadable journal line ({e}): {line}",
-                path.display()
-            ),
-        }
-    }
-    Ok(entries)
+    Ok(crate::jsonl::parse(&read_text(&mut file)?))
 }
 
-/// The undo actions not yet healed, in heal order.
-pub fn pending(entries: &[Entry]) -> std::io::Result<Vec<(u64, Undo)>> {
+/// The undo actions not yet healed, in heal order, and the lines that could not be read.
+pub fn pending(read: crate::jsonl::Read<Entry>) -> Pending {
+    let entries: Vec<Entry> = read.values.into_iter().map(|(_, e)| e).collect();
     let healed: std::collections::HashSet<u64> = entries
         .iter()
         .filter_map(|e| {
@@ -215,15 +250,18 @@ pub fn pending(entries: &[Entry]) -> std::io::Result<Vec<(u64, Undo)>> {
             }
         })
         .collect();
-    let mut out: Vec<(u64, Undo)> = entries
+    let mut actions: Vec<(u64, Undo)> = entries
         .iter()
         .filter_map(|e| match e {
             Entry::Do { id, undo, .. } if !healed.contains(id) => Some((*id, undo.clone())),
             _ => None,
         })
         .collect();
-    out.sort_by_key(|(id, u)| (u.priority(), std::cmp::Reverse(*id)));
-    Ok(out)
+    actions.sort_by_key(|(id, u)| (u.priority(), std::cmp::Reverse(*id)));
+    Pending {
+        actions,
+        unreadable: read.bad,
+    }
 }
 
 #[cfg(test)]
@@ -261,7 +299,13 @@ mod tests {
             .write_all(b"{\"op\":\"do\",\"id\":9")
             .unwrap();
         let j = Journal::open(&path).unwrap();
-        let p: Vec<u64> = j.pending().unwrap().into_iter().map(|(id, _)| id).collect();
+        let p: Vec<u64> = j
+            .pending()
+            .unwrap()
+            .actions
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         assert_eq!(p, vec![node, ns]);
         let next = j.record(Undo::RemoveDir { path: "/x".into() }).unwrap();
         assert!(next > node);
@@ -269,18 +313,29 @@ mod tests {
         drop(j);
         let entries = read(&path).unwrap();
         assert!(
-            entries.iter().any(
+            entries.bad.is_empty() && entries.torn.is_none(),
+            "{entries:?}"
+        );
+        assert!(
+            entries.values.iter().map(|(_, e)| e).any(
                 |e| matches!(e, Entry::Do { id, undo: Undo::RemoveDir { .. }, .. } if *id == next)
             ),
             "{entries:?}"
         );
         let j = Journal::open(&path).unwrap();
-        let p: Vec<u64> = j.pending().unwrap().into_iter().map(|(id, _)| id).collect();
+        let p: Vec<u64> = j
+            .pending()
+            .unwrap()
+            .actions
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         assert_eq!(p, vec![node, ns, next]);
         // The heal's two tracks: the node's fault apart from the run's namespace and directory.
         let tracks: Vec<Track> = j
             .pending()
             .unwrap()
+            .actions
             .iter()
             .map(|(_, u)| u.track())
             .collect();
@@ -290,8 +345,54 @@ mod tests {
         );
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
-            text.contains("{\"op\":\"do\",\"id\":9\n"),
-            "torn line kept alone: {text}"
+            !text.contains("{\"op\":\"do\",\"id\":9") && text.ends_with('\n'),
+            "torn line cut off: {text}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_middle_line_is_reported_not_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let j = Journal::open(&path).unwrap();
+        let first = j
+            .record(Undo::DeleteNamespace { name: "ns".into() })
+            .unwrap();
+        drop(j);
+        // Two bad lines in the middle: JSON of an unknown undo kind, and garbage.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(
+            b"{\"op\":\"do\",\"id\":2,\"wall\":\"x\",\"undo\":\"uncordon\",\"node\":\"w3\"}\n",
+        )
+        .unwrap();
+        f.write_all(b"\x00\x01garbage\n").unwrap();
+        drop(f);
+        let j = Journal::open(&path).unwrap();
+        let later = j
+            .record(Undo::RemoveTaint {
+                node: "w1".into(),
+                key: "k".into(),
+            })
+            .unwrap();
+        assert!(later > first);
+        let p = j.pending().unwrap();
+        assert!(!p.is_empty());
+        let ids: Vec<u64> = p.actions.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, vec![later, first], "the readable actions still heal");
+        let lines: Vec<usize> = p.unreadable.iter().map(|b| b.line).collect();
+        assert_eq!(lines, vec![2, 3]);
+        let first_msg = describe_unreadable(&p.unreadable[0]);
+        assert!(
+            first_msg.starts_with("line 2 cannot be read") && first_msg.contains("`uncordon w3`"),
+            "{first_msg}"
+        );
+        let second = describe_unreadable(&p.unreadable[1]);
+        assert!(
+            second.contains("line 3") && second.contains("NOT undone"),
+            "{second}"
         );
     }
 }

@@ -6,6 +6,7 @@
 //! `workload`. `runner` is the only module that sees both sides; `cli` sits on top.
 pub mod compare;
 pub mod integrity;
+pub mod jsonl;
 pub mod outcome;
 pub mod plan;
 pub mod report;

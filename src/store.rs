@@ -91,25 +91,13 @@ pub fn load_run(dir: &Path) -> Result<(PlannedRun, Vec<Event>), StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(io(&events_path)(e)),
     };
-    let lines: Vec<&str> = text.lines().collect();
-    let mut events = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str(line) {
-            Ok(e) => events.push(e),
-            Err(e) if i + 1 == lines.len() && !text.ends_with('\n') => {
-                tracing::warn!("{}: ignoring torn last line: {e}", events_path.display())
+    let events =
+        crate::jsonl::parse_strict(&text, &events_path.display().to_string()).map_err(|bad| {
+            StoreError::Invalid {
+                path: events_path.clone(),
+                detail: format!("line {}: not an event: {}", bad.line, bad.detail),
             }
-            Err(e) => {
-                return Err(StoreError::Invalid {
-                    path: events_path.clone(),
-                    detail: format!("line {}: not an event: {e}", i + 1),
-                })
-            }
-        }
-    }
+        })?;
     Ok((run, events))
 }
 

@@ -354,7 +354,6 @@ fn sigint_during_the_fault_heals_the_cluster() {
     let dir = out.path().join("run");
     // Three runs in three lanes, each with its node down when the signal comes.
     let mut child = spawn_run(&dir, &LANED);
-    let rd = run_dir(&dir, "out-of-service-taint");
     wait_until(
         Duration::from_secs(240),
         || {
@@ -483,6 +482,64 @@ fn sigkill_then_cleanup_heals_the_cluster() {
         std::fs::read(&journal).unwrap(),
         before,
         "journal untouched"
+    );
+    // A line in the middle of a journal that cannot be read: cleanup heals what it can read,
+    // then says which line it could not undo and exits 3 (never a quiet partial heal).
+    let text = String::from_utf8(before).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 2, "{text}");
+    lines.insert(1, "{\"op\":\"do\",\"id\":99,\"undo\":\"start-nod");
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    let third = nodedown().arg("cleanup").arg(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&third.stderr);
+    assert_eq!(third.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("journal.jsonl: journal: line 2 cannot be read")
+            && said.contains("NOT undone"),
+        "cleanup names the unreadable line: {said}"
+    );
+}
+
+/// The cluster lock taken away in the middle of a run (as another tool or a person deleting the
+/// Lease would): the holder notices at its next renewal, stops faulting, heals and exits 3.
+#[test]
+fn a_lock_taken_away_mid_run_stops_heals_and_exits_3() {
+    let _g = lock_cluster();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("run");
+    let mut child = spawn_run(&dir, &["out-of-service-taint"]);
+    let rd = run_dir(&dir, "out-of-service-taint");
+    wait_until(
+        Duration::from_secs(240),
+        || events_contain(&rd, "\"fault-injected\""),
+        "the fault injected",
+    );
+    let deleted = Command::new("kubectl")
+        .args([
+            "--context",
+            &context(),
+            "-n",
+            "default",
+            "delete",
+            "lease",
+            "nodedown",
+        ])
+        .output()
+        .unwrap();
+    assert!(deleted.status.success(), "{deleted:?}");
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "a lost lock is the harness's failure"
+    );
+    assert!(
+        events_contain(&rd, "lost the cluster lock") && events_contain(&rd, "was deleted"),
+        "run-finished says why it stopped"
+    );
+    assert!(
+        unhealthy_nodes().is_empty(),
+        "all nodes Ready, no out-of-service taint: healed on the way out"
     );
 }
 

@@ -12,7 +12,7 @@ pub struct CleanupArgs {
     /// The directory of the run to heal (as given to `nodedown run --out`, or one run inside it).
     pub run_dir: PathBuf,
     /// How long to wait for a restarted node to be Ready.
-    #[arg(long, default_value = "3m", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "3m", value_parser = crate::spec::duration::parse)]
     pub node_timeout: Duration,
     #[command(flatten)]
     pub tools: ToolArgs,
@@ -104,12 +104,27 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
                 continue;
             }
         };
-        let pending = journal.pending().map(|p| p.len()).unwrap_or(0);
-        if pending == 0 {
+        let pending = match journal.pending() {
+            Ok(p) => p,
+            Err(e) => {
+                error(format!("{}: {e}", file.display()));
+                failures += 1;
+                continue;
+            }
+        };
+        if pending.is_empty() {
             continue;
         }
         if !quiet {
-            eprintln!("{}: healing {pending} pending action(s)", file.display());
+            eprintln!(
+                "{}: healing {} pending action(s){}",
+                file.display(),
+                pending.actions.len(),
+                match pending.unreadable.len() {
+                    0 => String::new(),
+                    n => format!(", {n} unreadable line(s)"),
+                }
+            );
         }
         open.push((file, journal));
     }

@@ -75,7 +75,7 @@ pub struct WorkloadArgs {
     #[arg(long, default_value_t = crate::workload::LEDGER_PORT)]
     pub port: u16,
     /// Time between records (default: 50ms for the ledger, 200ms for the writer).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::spec::duration::parse)]
     pub interval: Option<std::time::Duration>,
     #[arg(long, env = "POD_NAME", default_value = "")]
     pub pod_name: String,

@@ -128,7 +128,7 @@ pub struct RunArgs {
     pub test_nodes: bool,
     /// The lease of a fault applied by the node agent: it undoes the fault by itself after
     /// this long, even when nodedown is gone (default: the recovery timeout plus one minute).
-    #[arg(long, value_parser = humantime::parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = crate::spec::duration::parse, value_name = "DURATION")]
     pub fault_lease: Option<std::time::Duration>,
     /// Apply faults only through this backend (default: the first that can — power hooks,
     /// Docker, the node agent). Fencing uses any backend that can power nodes off.
@@ -380,7 +380,12 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             out.display()
         );
     }
-    if interrupted {
+    if let Some(runner::Stop::LockLost(why)) = interrupt.signal() {
+        error(format!(
+            "the cluster lock was lost ({why}): the runs stopped and healed"
+        ));
+        EXIT_HARNESS
+    } else if interrupted {
         EXIT_INTERRUPTED
     } else {
         exit_code(&report, args.fail_on)
@@ -415,14 +420,22 @@ impl Invocation<'_> {
         }
         // One invocation per cluster: refused before anything is deployed or faulted.
         let out_abs = std::fs::canonicalize(self.out).unwrap_or_else(|_| self.out.to_path_buf());
-        let lock = match crate::cluster::lock::acquire(&env.client, &out_abs).await {
+        let lock = match crate::cluster::lock::acquire(&env.client, &out_abs, step).await {
             Ok(lock) => lock,
             Err(e) => {
                 error(e);
                 return Err(EXIT_HARNESS);
             }
         };
+        // A lost lock stops the runs like a signal: another invocation may fault these nodes.
+        let lost = lock.lost();
+        let interrupt = self.interrupt.clone();
+        let watch_lock = tokio::spawn(async move {
+            let why = lost.await;
+            interrupt.stop(runner::Stop::LockLost(why));
+        });
         let result = self.locked(env).await;
+        watch_lock.abort();
         lock.release().await;
         result
     }
@@ -551,9 +564,10 @@ impl Invocation<'_> {
         let runs_start = std::time::Instant::now();
         let mut interrupted = false;
         loop {
-            while !interrupted {
+            // Start what can start (nothing more once interrupted).
+            loop {
                 let next = pending.front().map(|(i, _)| &placements[*i]);
-                if !can_start(next, free.len(), going.len()) {
+                if interrupted || !can_start(next, free.len(), going.len()) {
                     break;
                 }
                 let (i, planned) = pending.pop_front().expect("can_start saw one");
@@ -610,10 +624,10 @@ impl Invocation<'_> {
             }
             match result {
                 Ok(_) => {}
-                Err(RunnerError::Interrupted(signal)) => {
+                Err(RunnerError::Interrupted(stop)) => {
                     if !interrupted {
                         error(format!(
-                            "interrupted by {signal}; healing every run going from its journal; stopping"
+                            "{stop}; healing every run going from its journal; stopping"
                         ));
                     }
                     error(format!("{id}: healed"));

@@ -26,7 +26,7 @@ pub struct PowerHooks {
     pub power_on: String,
     pub power_state: String,
     /// How long one hook may run.
-    #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[serde(default = "default_timeout", with = "crate::spec::duration")]
     pub timeout: Duration,
 }
 

@@ -64,7 +64,7 @@ pub struct NodeFault {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        with = "humantime_serde"
+        with = "crate::spec::optional_duration"
     )]
     pub lease: Option<std::time::Duration>,
     /// For a power-off: a clean shutdown (`systemctl poweroff` in the node) instead of a hard one.

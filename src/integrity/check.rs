@@ -38,7 +38,7 @@ use super::record::{self, Incarnation, IncarnationKey, RecordView, RECORD_LEN};
 use crate::outcome::Verdict;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, Read};
+use std::io::Read;
 
 /// One acknowledged sequence number, as the harness recorded it (a line of `acks.jsonl`).
 /// Acked seq N means every seq ≤ N that this incarnation wrote is durable. Seq 0 means the
@@ -59,29 +59,19 @@ pub struct Ack {
 pub enum AckError {
     #[error("reading acks: {0}")]
     Io(#[from] std::io::Error),
-    #[error("acks line {line}: {source} (each line must be one JSON ack: atMs, wall, pod, incarnation, seq)")]
-    Parse {
-        line: usize,
-        source: serde_json::Error,
-    },
+    #[error("acks line {line}: {detail} (each line must be one JSON ack: atMs, wall, pod, incarnation, seq)")]
+    Parse { line: usize, detail: String },
 }
 
-/// Reads `acks.jsonl`: one [`Ack`] per line, blank lines skipped.
-pub fn read_acks(r: impl BufRead) -> Result<Vec<Ack>, AckError> {
-    let mut acks = Vec::new();
-    for (i, line) in r.lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        acks.push(
-            serde_json::from_str(&line).map_err(|source| AckError::Parse {
-                line: i + 1,
-                source,
-            })?,
-        );
-    }
-    Ok(acks)
+/// Reads `acks.jsonl`: one [`Ack`] per line, by the JSON-lines rule of [`crate::jsonl`] (blank
+/// lines skipped, a torn last line ignored, any other bad line an error).
+pub fn read_acks(mut r: impl Read) -> Result<Vec<Ack>, AckError> {
+    let mut text = String::new();
+    r.read_to_string(&mut text)?;
+    crate::jsonl::parse_strict(&text, "acks").map_err(|bad| AckError::Parse {
+        line: bad.line,
+        detail: bad.detail,
+    })
 }
 
 /// Limits and tolerances of the checker.

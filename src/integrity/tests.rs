@@ -455,6 +455,14 @@ fn acks_are_read_from_jsonl() {
     assert_eq!(read_acks(text.as_bytes()).unwrap(), k);
     let err = read_acks(format!("{text}{{oops\n").as_bytes()).unwrap_err();
     assert!(err.to_string().starts_with("acks line 4:"), "{err}");
+    // The JSON-lines rule: a torn last line (no newline: the writer died mid-line) is ignored,
+    // a bad line in the middle is an error.
+    assert_eq!(
+        read_acks(format!("{text}{{\"atMs\":1").as_bytes()).unwrap(),
+        k
+    );
+    let err = read_acks(format!("{{oops\n{text}").as_bytes()).unwrap_err();
+    assert!(err.to_string().starts_with("acks line 1:"), "{err}");
 }
 
 /// A small seeded generator (splitmix64): the property loops below are reproducible by seed.

@@ -128,10 +128,7 @@ pub fn pod_state(pod: &Pod) -> PodState {
         node: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
         phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
         terminating: pod.metadata.deletion_timestamp.is_some(),
-        ready: status
-            .and_then(|s| s.conditions.as_ref())
-            .map(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            .unwrap_or(false),
+        ready: super::pod_is_ready(pod),
         started_at: status
             .and_then(|s| s.container_statuses.as_ref())
             .and_then(|c| c.first())

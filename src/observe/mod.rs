@@ -5,10 +5,12 @@
 mod acks;
 mod counters;
 mod diff;
+mod ready;
 mod recorder;
 pub use acks::*;
 pub use counters::*;
 pub use diff::*;
+pub use ready::{node_is_ready, pod_is_ready};
 pub use recorder::*;
 
 use crate::timeline::{EventKind, Resource};

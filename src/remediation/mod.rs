@@ -29,11 +29,11 @@ fn api_err(action: &'static str, object: &str) -> impl FnOnce(kube::Error) -> Re
 }
 
 fn is_conflict(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 409)
+    matches!(e, kube::Error::Api(s) if s.is_conflict())
 }
 
 pub fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 404)
+    matches!(e, kube::Error::Api(s) if s.is_not_found())
 }
 
 /// Changes a node's taints with get + replace, retrying on write conflicts.
@@ -185,7 +185,7 @@ pub async fn recreate_node(
     }
     match nodes.create(&PostParams::default(), &node).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_already_exists() => Ok(()),
         Err(e) => Err(api_err("recreate", &name)(e)),
     }
 }
@@ -198,11 +198,4 @@ pub fn is_control_plane(node: &Node) -> bool {
     })
 }
 
-/// Whether a node's Ready condition is True.
-pub fn node_is_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .map(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-        .unwrap_or(false)
-}
+pub use crate::observe::node_is_ready;

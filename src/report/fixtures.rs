@@ -150,13 +150,26 @@ pub(crate) fn golden_report() -> Report {
     assemble::report(golden_runs(), "0.1.0-test")
 }
 
+/// Whether goldens are rewritten: `NODEDOWN_BLESS=1`, which is refused when `CI` is set (a
+/// CI job that blessed would compare the output with itself and pass whatever it printed).
+fn blessing(bless: Option<&str>, ci: Option<&str>) -> bool {
+    let bless = bless == Some("1");
+    if bless && ci.is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
+        panic!("NODEDOWN_BLESS=1 is refused when CI is set: bless goldens locally and commit them");
+    }
+    bless
+}
+
 /// Compares `actual` with `tests/fixtures/golden/<name>`; with `NODEDOWN_BLESS=1` writes it
-/// instead.
+/// instead (never under CI).
 pub(crate) fn check_golden(name: &str, actual: &str) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/golden")
         .join(name);
-    if std::env::var("NODEDOWN_BLESS").as_deref() == Ok("1") {
+    if blessing(
+        std::env::var("NODEDOWN_BLESS").ok().as_deref(),
+        std::env::var("CI").ok().as_deref(),
+    ) {
         std::fs::write(&path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         return;
     }
@@ -178,5 +191,20 @@ pub(crate) fn check_golden(name: &str, actual: &str) {
             path.display(),
             line + 1
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blessing;
+
+    #[test]
+    fn blessing_is_refused_under_ci() {
+        assert!(blessing(Some("1"), None));
+        assert!(blessing(Some("1"), Some("false")));
+        assert!(!blessing(None, Some("true")));
+        assert!(!blessing(Some("0"), None));
+        let refused = std::panic::catch_unwind(|| blessing(Some("1"), Some("true")));
+        assert!(refused.is_err(), "CI=true with NODEDOWN_BLESS=1 must panic");
     }
 }

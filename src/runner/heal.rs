@@ -73,7 +73,23 @@ impl Healer {
         };
         let mut errors = Vec::new();
         let mut healed = 0;
-        for (id, undo) in pending.into_iter().filter(|(_, u)| u.track() == track) {
+        // A line that cannot be read is a failure of the heal, named once (in the node track,
+        // whatever it recorded).
+        if track == Track::Nodes {
+            for bad in &pending.unreadable {
+                let detail = crate::journal::describe_unreadable(bad);
+                tracing::error!("{}: {detail}", journal.path().display());
+                errors.push(HealError {
+                    undo: "journal".into(),
+                    detail,
+                });
+            }
+        }
+        for (id, undo) in pending
+            .actions
+            .into_iter()
+            .filter(|(_, u)| u.track() == track)
+        {
             match self.heal(&undo, recorder).await {
                 Ok(()) => {
                     healed += 1;
@@ -357,7 +373,7 @@ pub async fn wait_node_ready(
         if tokio::time::Instant::now() >= deadline {
             return Err(format!(
                 "node {node} not Ready within {}",
-                humantime::format_duration(timeout)
+                crate::units::fmt_duration(timeout)
             ));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -41,8 +41,8 @@ pub enum RunnerError {
     },
     #[error(transparent)]
     Store(#[from] store::StoreError),
-    #[error("interrupted by {0}; the cluster was healed from the journal")]
-    Interrupted(&'static str),
+    #[error("{0}; the cluster was healed from the journal")]
+    Interrupted(Stop),
 }
 
 fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunnerError {
@@ -85,56 +85,91 @@ pub fn plan_all(experiments: &[(PathBuf, Experiment)], opts: &PlanOptions) -> Ve
         .collect()
 }
 
+/// Why an invocation stops before its runs are done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// SIGINT or SIGTERM.
+    Signal(&'static str),
+    /// The cluster lock was lost (deleted, taken over, not renewable): another invocation may
+    /// be faulting these nodes.
+    LockLost(String),
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Stop::Signal(s) => write!(f, "interrupted by {s}"),
+            Stop::LockLost(why) => {
+                write!(f, "stopped: this invocation lost the cluster lock ({why})")
+            }
+        }
+    }
+}
+
 /// The invocation's one owner of SIGINT and SIGTERM: one task takes every signal, and every
 /// run and the invocation's own last waits ask it. The first signal stops the runs (each heals
 /// from its journal); a later one cannot stop a heal (SIGKILL, then `nodedown cleanup`, is the
-/// way out) but ends the last wait for namespaces.
+/// way out) but ends the last wait for namespaces. The loss of the cluster lock stops the runs
+/// the same way ([`Interrupt::stop`]).
 #[derive(Clone)]
-pub struct Interrupt(tokio::sync::watch::Receiver<(u32, Option<&'static str>)>);
+pub struct Interrupt {
+    rx: tokio::sync::watch::Receiver<(u32, Option<Stop>)>,
+    tx: Arc<tokio::sync::watch::Sender<(u32, Option<Stop>)>>,
+}
 
 impl Interrupt {
     /// Takes over SIGINT and SIGTERM for the rest of the process.
     pub fn install() -> Interrupt {
         let (tx, rx) = tokio::sync::watch::channel((0, None));
+        let tx = Arc::new(tx);
+        let signals = tx.clone();
         tokio::spawn(async move {
-            let mut count = 0;
             loop {
                 let signal = shutdown_signal().await;
-                count += 1;
-                if count > 1 {
+                if signals.borrow().0 > 0 {
                     eprintln!(
                         "{signal} again: the runs' heal goes on (SIGKILL stops nodedown; then run `nodedown cleanup <out dir>`)"
                     );
                 }
-                let first = tx.borrow().1.unwrap_or(signal);
-                let _ = tx.send((count, Some(first)));
+                signals.send_modify(|(count, first)| {
+                    *count += 1;
+                    first.get_or_insert(Stop::Signal(signal));
+                });
             }
         });
-        Interrupt(rx)
+        Interrupt { rx, tx }
     }
 
-    /// The first signal taken, if one came.
-    pub fn signal(&self) -> Option<&'static str> {
-        self.0.borrow().1
+    /// Stops the runs for another reason than a signal (counts as one).
+    pub fn stop(&self, why: Stop) {
+        self.tx.send_modify(|(count, first)| {
+            *count += 1;
+            first.get_or_insert(why);
+        });
     }
 
-    /// How many signals came so far.
+    /// The first stop, if one came.
+    pub fn signal(&self) -> Option<Stop> {
+        self.rx.borrow().1.clone()
+    }
+
+    /// How many stops came so far.
     pub fn count(&self) -> u32 {
-        self.0.borrow().0
+        self.rx.borrow().0
     }
 
-    /// Waits until a signal has come (returns at once when one did).
-    pub async fn wait(&self) -> &'static str {
+    /// Waits until a stop has come (returns at once when one did).
+    pub async fn wait(&self) -> Stop {
         self.wait_beyond(0).await
     }
 
-    /// Waits until more than `seen` signals have come; returns the first one's name.
-    pub async fn wait_beyond(&self, seen: u32) -> &'static str {
-        let mut rx = self.0.clone();
+    /// Waits until more than `seen` stops have come; returns the first one.
+    pub async fn wait_beyond(&self, seen: u32) -> Stop {
+        let mut rx = self.rx.clone();
         loop {
-            let (count, first) = *rx.borrow_and_update();
-            if let (true, Some(signal)) = (count > seen, first) {
-                return signal;
+            let (count, first) = rx.borrow_and_update().clone();
+            if let (true, Some(stop)) = (count > seen, first) {
+                return stop;
             }
             if rx.changed().await.is_err() {
                 std::future::pending::<()>().await;
@@ -188,7 +223,7 @@ pub async fn run_one(
     let background = steps.background.clone();
     let handle = tokio::spawn(async move { steps.execute().await });
     let abort = handle.abort_handle();
-    let outcome: Result<Result<(), String>, &'static str> = tokio::select! {
+    let outcome: Result<Result<(), String>, Stop> = tokio::select! {
         joined = handle => Ok(match joined {
             Ok(r) => r,
             Err(e) if e.is_panic() => Err(format!("harness panic: {e}")),
@@ -214,7 +249,7 @@ pub async fn run_one(
     let mut error = match &outcome {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.clone()),
-        Err(signal) => Some(format!("interrupted by {signal}")),
+        Err(stop) => Some(stop.to_string()),
     };
     if !heal_errors.is_empty() {
         let text = heal_errors

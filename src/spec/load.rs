@@ -670,19 +670,7 @@ fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.to_lowercase().chars().collect();
-    let b: Vec<char> = b.to_lowercase().chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitute.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
+    strsim::levenshtein(&a.to_lowercase(), &b.to_lowercase())
 }
 
 /// A line to show for a field, e.g. `after: 30s`. Variants use the experiment's examples.

@@ -273,7 +273,7 @@ pub struct FaultSpec {
 }
 
 /// An optional [`duration`].
-mod optional_duration {
+pub mod optional_duration {
     use serde::{Deserializer, Serializer};
     use std::time::Duration;
 

@@ -43,4 +43,9 @@ summary=$(grep -E "^(SUCCESS|FAIL)!|Passed \|" "$work/sanity.log" | tail -1)
 ran=$(grep -E "^Ran [0-9]+ of" "$work/sanity.log" | tail -1)
 log "$ran"
 log "$summary"
-grep -q "0 Failed" <<<"$summary" || fail "csi-sanity reported failures"
+# Ginkgo's summary: "Ran N of M Specs" and "SUCCESS! -- P Passed | F Failed | …". Specs must
+# have run, and exactly zero failed (a grep for "0 Failed" would also match "10 Failed").
+[[ "$ran" =~ ^Ran\ ([0-9]+)\ of ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] ||
+  fail "csi-sanity ran no specs ($ran)"
+[[ "$summary" =~ (^|[^0-9])([0-9]+)\ Failed ]] && [ "${BASH_REMATCH[2]}" -eq 0 ] ||
+  fail "csi-sanity reported failures ($summary)"

@@ -175,7 +175,7 @@ impl AgentNodeControl {
         .expect("valid Namespace");
         match namespaces.create(&PostParams::default(), &ns_obj).await {
             Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(kube::Error::Api(e)) if e.is_already_exists() => {}
             Err(e) => return Err(err(node, format!("create namespace {ns}: {e}"))),
         }
         let ds: Api<DaemonSet> = Api::namespaced(self.client.clone(), &ns);
@@ -187,7 +187,7 @@ impl AgentNodeControl {
             .await
         {
             Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(kube::Error::Api(e)) if e.is_already_exists() => {}
             Err(e) => return Err(err(node, format!("create the agent DaemonSet: {e}"))),
         }
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
@@ -198,11 +198,7 @@ impl AgentNodeControl {
                 .await
                 .map_err(|e| err(node, format!("list agent pods: {e}")))?;
             if let Some(p) = list.items.iter().find(|p| {
-                p.metadata.deletion_timestamp.is_none()
-                    && p.status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+                p.metadata.deletion_timestamp.is_none() && crate::observe::pod_is_ready(p)
             }) {
                 return Ok((ns, p.metadata.name.clone().unwrap_or_default()));
             }
@@ -343,7 +339,7 @@ impl AgentNodeControl {
             .await
             .map(|_| ())
             .or_else(|e| match e {
-                kube::Error::Api(s) if s.code == 404 => Ok(()),
+                kube::Error::Api(s) if s.is_not_found() => Ok(()),
                 e => Err(err(node, format!("delete the agent namespace {ns}: {e}"))),
             })
     }
