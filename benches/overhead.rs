@@ -5,7 +5,11 @@
 //! (NODEDOWN_BENCH_DIR), and prints:
 //! - the invocation's total, its preparation (cluster, image), runs and finish;
 //! - per stage (setup, steady-state, fault = the failover, heal): n, min, p50, max and sum;
-//! - the harness share (all but the failovers) of the whole and per run (distribution).
+//! - the harness share (all but the failovers) of the whole and per run (distribution);
+//! - the lanes (`NODEDOWN_BENCH_PARALLEL`, default `3`, passed as `--parallel`; `1` for the
+//!   runs one after the other): per lane its runs, busy time and utilisation (busy / the
+//!   invocation's runs time), and the speedup (the runs' summed durations / the runs time:
+//!   what lanes saved against running the same runs one after the other, as measured).
 //!
 //! Run with `cargo bench --bench overhead`. It asserts nothing about speed: it prints figures.
 
@@ -51,17 +55,25 @@ fn main() {
         None => {
             let cluster =
                 std::env::var("NODEDOWN_TEST_CLUSTER").unwrap_or_else(|_| "nodedown".into());
+            let parallel = std::env::var("NODEDOWN_BENCH_PARALLEL").unwrap_or_else(|_| "3".into());
             let out =
                 std::env::temp_dir().join(format!("nodedown-overhead-{}", std::process::id()));
             eprintln!(
-                "bench: the 13-run matrix on kind cluster {cluster}, output in {}",
+                "bench: the 13-run matrix on kind cluster {cluster} with --parallel {parallel}, output in {}",
                 out.display()
             );
             let status = Command::new(env!("CARGO_BIN_EXE_nodedown"))
                 .current_dir(root)
                 .arg("run")
                 .args(MATRIX)
-                .args(["--quiet", "--cluster-name", &cluster, "--out"])
+                .args([
+                    "--quiet",
+                    "--cluster-name",
+                    &cluster,
+                    "--parallel",
+                    &parallel,
+                ])
+                .arg("--out")
                 .arg(&out)
                 .status()
                 .expect("spawn nodedown");
@@ -115,9 +127,41 @@ fn main() {
         }
     }
     println!("{} runs", runs.len());
+    let summed: f64 = durations.iter().sum();
     line("run duration", "s", durations);
     for (name, xs) in stages {
         line(&format!("stage {name}"), "s", xs);
     }
     line("harness share per run", "%", shares);
+
+    // Lanes: which runs went where (`lane` absent: one after the other, or alone).
+    let mut lanes: BTreeMap<String, (usize, f64)> = BTreeMap::new();
+    for r in &runs {
+        let lane = match r["lane"].as_u64() {
+            Some(l) => format!("lane {l}"),
+            None => "no lane".into(),
+        };
+        let e = lanes.entry(lane).or_default();
+        e.0 += 1;
+        e.1 += s(&r["durationMs"]);
+    }
+    let runs_s = results
+        .get("invocation")
+        .map(|inv| s(&inv["runsMs"]))
+        .unwrap_or(f64::NAN);
+    let count = results
+        .get("invocation")
+        .and_then(|inv| inv["lanes"].as_u64())
+        .unwrap_or(1);
+    println!("lanes: {count}");
+    for (lane, (n, busy)) in &lanes {
+        println!(
+            "{lane:<28} runs={n:<3} busy={busy:>7.1} s utilisation={:>5.1}%",
+            100.0 * busy / runs_s
+        );
+    }
+    println!(
+        "speedup: {:.2}x (the runs' summed durations {summed:.1} s / runs time {runs_s:.1} s)",
+        summed / runs_s
+    );
 }

@@ -73,7 +73,35 @@ impl Tolerances {
     pub fn of(&self, metric: &str) -> Tolerance {
         self.per_metric.get(metric).copied().unwrap_or(self.default)
     }
+
+    /// Sets `metric`'s own tolerance; a name compare does not know is refused, naming the
+    /// closest one (a misspelt key would otherwise fall back to the default in silence).
+    pub fn set(&mut self, metric: &str, tolerance: Tolerance) -> Result<(), String> {
+        let known: Vec<&str> = crate::timeline::Metric::ALL
+            .iter()
+            .map(|m| m.name())
+            .chain([WRITE_OUTAGE])
+            .collect();
+        if !known.contains(&metric) {
+            let closest = known
+                .iter()
+                .map(|k| (strsim::levenshtein(metric, k), *k))
+                .min()
+                .filter(|(d, _)| *d <= 3)
+                .map(|(_, k)| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "`{metric}` is not a metric compare knows{closest}; the metrics: {}",
+                known.join(", ")
+            ));
+        }
+        self.per_metric.insert(metric.to_string(), tolerance);
+        Ok(())
+    }
 }
+
+/// The write outage's name among the metrics compare compares.
+pub const WRITE_OUTAGE: &str = "write-outage";
 
 /// One metric of one variant, baseline against candidate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,7 +257,7 @@ pub fn compare(baseline: &Report, candidate: &Report, tol: &Tolerances) -> Compa
                     })
                     .collect();
                 if b.write_outage.is_some() || c.write_outage.is_some() {
-                    rows.push(("write-outage".into(), b.write_outage, c.write_outage));
+                    rows.push((WRITE_OUTAGE.into(), b.write_outage, c.write_outage));
                 }
                 for (name, sb, sc) in rows {
                     let t = tol.of(&name);
@@ -411,6 +439,23 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         crate::report::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_misspelt_tolerance_key_is_refused_naming_the_closest_metric() {
+        let mut t = Tolerances::default();
+        let e = t
+            .set("time-to-runing", Tolerance::Percent(10.0))
+            .unwrap_err();
+        assert!(e.contains("did you mean `time-to-running`?"), "{e}");
+        assert!(t
+            .set("bogus-key-entirely", Tolerance::Percent(10.0))
+            .unwrap_err()
+            .contains("the metrics: time-to-not-ready"));
+        t.set("write-outage", Tolerance::Percent(5.0)).unwrap();
+        t.set("time-to-running", Tolerance::Percent(10.0)).unwrap();
+        assert_eq!(t.of("time-to-running"), Tolerance::Percent(10.0));
+        assert_eq!(t.of("time-to-ready"), Tolerance::Percent(20.0));
     }
 
     #[test]

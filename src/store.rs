@@ -26,6 +26,21 @@ pub const SESSION_FILE: &str = "session.json";
 pub const ORDER_FILE: &str = "order.txt";
 /// Where the whole invocation's wall time went (`nodedown run` writes it at its end).
 pub const INVOCATION_FILE: &str = "invocation.json";
+/// The variants `--skip-unsupported` left out, and why (written before the first run).
+pub const NOT_RUN_FILE: &str = "not-run.json";
+
+/// The variants left out of the invocation in `out` (none when it has no such file).
+pub fn load_not_run(out: &Path) -> Result<Vec<crate::report::NotRun>, StoreError> {
+    let path = out.join(NOT_RUN_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| StoreError::Invalid {
+            path: path.clone(),
+            detail: format!("not a list of variants left out: {e}"),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(vec![]),
+        Err(e) => Err(io(&path)(e)),
+    }
+}
 
 /// The wall time of one `nodedown run` invocation, by part (milliseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

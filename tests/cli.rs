@@ -192,3 +192,91 @@ fn compare_exit_codes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("network-partition/oos-taint-unfenced"));
 }
+
+/// A plan that needs what no backend of the invocation has is refused before anything is
+/// touched: on an existing cluster reached by kubeconfig with no power hooks (the agent only,
+/// as README's "Running on your own cluster" starts), the fenced taint cannot fence and a
+/// node-shutdown cannot be carried out. `--dry-run` says so too; `--skip-unsupported` runs (here:
+/// plans) the rest and names what it leaves out.
+#[test]
+fn unsupported_variants_are_refused_before_anything_is_touched() {
+    let run = |extra: &[&str]| {
+        let mut c = nodedown();
+        c.args([
+            "run",
+            "experiments/kubelet-stop.yaml",
+            "--provider",
+            "existing",
+            "--context",
+            "nowhere",
+            "--dry-run",
+        ]);
+        c.args(extra);
+        c.output().unwrap()
+    };
+    let out = run(&[]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("variant `oos-taint-fenced`")
+            && said.contains("`fence: true`")
+            && said.contains("--power-off"),
+        "names the variant and the flag that would provide the fence: {said}"
+    );
+    assert!(
+        !said.contains("variant `oos-taint-unfenced`"),
+        "the agent stops kubelets, so the unfenced variant can run: {said}"
+    );
+    assert!(said.contains("--skip-unsupported"), "{said}");
+    // With power hooks, the fence has a backend: nothing is refused.
+    let hooks = run(&[
+        "--power-off",
+        "true",
+        "--power-on",
+        "true",
+        "--power-state",
+        "echo on",
+    ]);
+    assert_eq!(
+        hooks.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&hooks.stderr)
+    );
+    // --skip-unsupported: the plan without the fenced variant, which it names as not run.
+    let skipped = run(&["--skip-unsupported"]);
+    let text = String::from_utf8_lossy(&skipped.stdout);
+    assert_eq!(skipped.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("not run (--skip-unsupported): kubelet-stop/oos-taint-fenced: "),
+        "{text}"
+    );
+    assert!(
+        !text.contains("\nkubelet-stop/oos-taint-fenced/1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nkubelet-stop/oos-taint-unfenced/1"),
+        "{text}"
+    );
+    // A node-shutdown on such a cluster has nothing to power the node off with.
+    let mut c = nodedown();
+    let shutdown = c
+        .args([
+            "run",
+            "experiments/node-shutdown.yaml",
+            "--provider",
+            "existing",
+            "--context",
+            "nowhere",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&shutdown.stderr);
+    assert_eq!(shutdown.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("no node-control backend here can carry out node-shutdown: give power hooks"),
+        "{said}"
+    );
+}

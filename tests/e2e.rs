@@ -264,7 +264,7 @@ fn node_shutdown_experiment_compares_four_remediations() {
                 "none: no replacement within the timeout"
             );
             assert!(
-                r.phases.iter().any(|p| p.name == "pod-terminating"),
+                r.phases.iter().any(|p| p.name.name() == "pod-terminating"),
                 "none: old pod stuck Terminating"
             );
         } else {
@@ -497,6 +497,55 @@ fn sigkill_then_cleanup_heals_the_cluster() {
         said.contains("journal.jsonl: journal: line 2 cannot be read")
             && said.contains("NOT undone"),
         "cleanup names the unreadable line: {said}"
+    );
+}
+
+/// Ctrl-C after the runs, while the invocation waits for their namespaces to go: it stops
+/// waiting at once and exits 130, the cluster whole (the namespaces go by themselves).
+#[test]
+fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
+    use std::io::BufRead;
+    let _g = lock_cluster();
+    let out = tempfile::tempdir().unwrap();
+    let mut child = nodedown()
+        .args([
+            "run",
+            "experiments/smoke.yaml",
+            "--cluster-name",
+            &cluster_name(),
+            "--out",
+        ])
+        .arg(out.path().join("run"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut signalled = false;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        eprintln!("{line}");
+        if line.contains("waiting for the runs' namespaces to finish terminating") {
+            // SAFETY: plain kill(2) on our own child.
+            assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+            signalled = true;
+            break;
+        }
+    }
+    assert!(signalled, "the invocation reached its final wait");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("not waiting for the namespaces any longer")),
+        "{rest:?}"
+    );
+    assert!(unhealthy_nodes().is_empty(), "the cluster is whole");
+    wait_until(
+        Duration::from_secs(90),
+        || nodedown_namespaces().is_empty(),
+        "the run namespaces went by themselves",
     );
 }
 
@@ -963,7 +1012,10 @@ fn a_frozen_node_that_thaws_is_a_zombie_writer_unless_fenced() {
     let i = unfenced.integrity.as_ref().unwrap();
     assert!(i.split_brain && i.writers >= 2, "{}", i.evidence);
     assert!(
-        unfenced.phases.iter().any(|p| p.name == "fault-healed"),
+        unfenced
+            .phases
+            .iter()
+            .any(|p| p.name.name() == "fault-healed"),
         "the thaw is on the timeline"
     );
     let events = std::fs::read_to_string(
@@ -1004,7 +1056,10 @@ fn attaching_storage_detaches_with_the_taint_and_multi_attach_blocks_a_force_del
     let env = oos.environment.as_ref().expect("cluster facts");
     assert_eq!(env.attach_required, Some(true), "{env:?}");
     let at = |r: &nodedown::report::RunResult, name: &str| {
-        r.phases.iter().find(|p| p.name == name).map(|p| p.at_ms)
+        r.phases
+            .iter()
+            .find(|p| p.name.name() == name)
+            .map(|p| p.at_ms)
     };
     let (detached, attached) = (
         at(oos, "volume-detached").expect("volume-detached"),
@@ -1059,13 +1114,22 @@ fn pod_faults_recover_by_themselves_under_a_statefulset_and_a_deployment() {
         .iter()
         .find(|r| r.variant == "statefulset-container-kill")
         .unwrap();
-    assert!(kill.phases.iter().any(|p| p.name == "container-restarted"));
-    assert!(!kill.phases.iter().any(|p| p.name == "node-not-ready"));
+    assert!(kill
+        .phases
+        .iter()
+        .any(|p| p.name.name() == "container-restarted"));
+    assert!(!kill
+        .phases
+        .iter()
+        .any(|p| p.name.name() == "node-not-ready"));
     let del = runs
         .iter()
         .find(|r| r.variant == "deployment-pod-delete")
         .unwrap();
-    assert!(del.phases.iter().any(|p| p.name == "old-pod-deleted"));
+    assert!(del
+        .phases
+        .iter()
+        .any(|p| p.name.name() == "old-pod-deleted"));
     for r in runs {
         assert_eq!(
             r.integrity.as_ref().map(|i| i.verdict),
@@ -1088,7 +1152,12 @@ fn a_deployment_replaces_at_once_and_meets_the_multi_attach_error() {
     );
     let run = &report.experiments[0].runs[0];
     assert_eq!(status.code(), Some(0), "{run:#?}");
-    let at = |name: &str| run.phases.iter().find(|p| p.name == name).map(|p| p.at_ms);
+    let at = |name: &str| {
+        run.phases
+            .iter()
+            .find(|p| p.name.name() == name)
+            .map(|p| p.at_ms)
+    };
     let created = at("replacement-created").expect("a replacement");
     assert!(at("multi-attach-error").unwrap() >= created);
     assert!(at("replacement-running").is_none());
@@ -1104,11 +1173,14 @@ fn a_graceful_shutdown_recovers_by_itself() {
         run_experiment("experiments/graceful-shutdown.yaml", &["graceful"]);
     let run = &report.experiments[0].runs[0];
     assert_eq!(status.code(), Some(0), "{run:#?}");
-    assert!(run.phases.iter().any(|p| p.name == "old-pod-deleted"));
+    assert!(run
+        .phases
+        .iter()
+        .any(|p| p.name.name() == "old-pod-deleted"));
     assert!(
         run.phases
             .iter()
-            .any(|p| p.name == "pod-shut-down-by-kubelet"),
+            .any(|p| p.name.name() == "pod-shut-down-by-kubelet"),
         "the kubelet's shutdown manager ended the pod: {:?}",
         run.phases
     );
@@ -1124,7 +1196,10 @@ fn read_write_many_attaches_to_a_second_node_at_once() {
         run_experiment("experiments/access-modes.yaml", &["read-write-many"]);
     let run = &report.experiments[0].runs[0];
     assert_eq!(status.code(), Some(0), "{run:#?}");
-    assert!(!run.phases.iter().any(|p| p.name == "multi-attach-error"));
+    assert!(!run
+        .phases
+        .iter()
+        .any(|p| p.name.name() == "multi-attach-error"));
     assert!(run.metrics.contains_key("time-to-attach"));
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }

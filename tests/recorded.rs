@@ -74,7 +74,7 @@ fn tracker_phases_equal_the_stored_phases() {
             let want: Vec<(String, u64, Option<u64>)> = run(&report, &planned.id)
                 .phases
                 .iter()
-                .map(|p| (p.name.clone(), p.at_ms, p.since_ms))
+                .map(|p| (p.name.name().to_string(), p.at_ms, p.since_ms))
                 .collect();
             assert_eq!(got, want, "{}", run_dir.display());
             assert!(!got.is_empty(), "{}: a fault was recorded", planned.id);
@@ -91,10 +91,7 @@ fn the_recordings_say_what_happened() {
     let none = run(&ns, "node-shutdown/none/1");
     assert!(none.metrics.contains_key(Metric::TimeToNotReady.name()));
     assert!(!none.metrics.contains_key(Metric::TimeToRunning.name()));
-    assert!(none
-        .phases
-        .iter()
-        .any(|p| p.name == Phase::PodTerminating.name()));
+    assert!(none.phases.iter().any(|p| p.name == Phase::PodTerminating));
     let oos = run(&ns, "node-shutdown/out-of-service-taint/1");
     assert_eq!(oos.time_zero.as_ref().unwrap().basis, "runtime-die-event");
     assert!(oos.metrics[Metric::TimeToReady.name()] > oos.metrics[Metric::TimeToNotReady.name()]);
@@ -125,12 +122,7 @@ fn the_recordings_say_what_happened() {
 fn the_attaching_storage_recordings_show_detach_attach_and_multi_attach() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
     let ad = stored(&root.join("attach-detach"));
-    let phase = |r: &RunResult, p: Phase| {
-        r.phases
-            .iter()
-            .find(|x| x.name == p.name())
-            .map(|x| x.at_ms)
-    };
+    let phase = |r: &RunResult, p: Phase| r.phases.iter().find(|x| x.name == p).map(|x| x.at_ms);
     let oos = run(&ad, "attach-detach/out-of-service-taint/1");
     let env = oos.environment.as_ref().unwrap();
     assert_eq!(env.provisioner.as_deref(), Some("csi.nodedown.dev"));
@@ -225,7 +217,7 @@ fn the_six_minute_force_detach_is_recorded_with_its_reason() {
     let at = |p: Phase| {
         r.phases
             .iter()
-            .find(|x| x.name == p.name())
+            .find(|x| x.name == p)
             .map(|x| x.at_ms)
             .unwrap_or_else(|| panic!("{p} in {:?}", r.phases))
     };
@@ -244,4 +236,156 @@ fn the_six_minute_force_detach_is_recorded_with_its_reason() {
         "{counters:?}"
     );
     assert_eq!(r.verdict, nodedown::report::Verdict::Pass);
+}
+
+/// A parallel invocation on attaching storage (`attach-detach-lanes/`: three runs in three
+/// lanes at once) attributes to each run only its own volumes' VolumeAttachments. Here another
+/// lane's real VolumeAttachment events are moved onto a run's target node and clock — an edit
+/// made by this test, standing for another tenant's volume on the same node — and merged into
+/// the run's stream: none of the run's phases moves. Without the run's `run-scope` event (the
+/// tracker as it was before lanes: every VolumeAttachment on the target node counted) the same
+/// stream gives the run a detach that was not its own.
+#[test]
+fn another_lanes_volume_attachments_do_not_move_a_runs_phases() {
+    use nodedown::timeline::{Event, EventKind};
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/attach-detach-lanes");
+    let load = |variant: &str| {
+        nodedown::store::load_run(&root.join(format!("attach-detach/{variant}/1")))
+            .unwrap()
+            .1
+    };
+    let wall_ms = |events: &[Event]| {
+        let t = humantime::parse_rfc3339(&events[0].wall).unwrap();
+        t.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64 - events[0].at_ms as i64
+    };
+    let phases = |events: &[Event]| -> Vec<(String, u64)> {
+        analyze(events)
+            .phases
+            .iter()
+            .map(|p| (p.phase.name().to_string(), p.at_ms))
+            .collect()
+    };
+    let unscoped = |events: &[Event]| -> Vec<Event> {
+        events
+            .iter()
+            .filter(|e| !matches!(e.what, EventKind::RunScope { .. }))
+            .cloned()
+            .collect()
+    };
+    let other = load("delete-volumeattachment");
+    for own_variant in ["none", "out-of-service-taint"] {
+        let own = load(own_variant);
+        let lane = |events: &[Event]| {
+            events.iter().find_map(|e| match &e.what {
+                EventKind::RunScope { lane, .. } => *lane,
+                _ => None,
+            })
+        };
+        assert!(
+            lane(&own).is_some() && lane(&own) != lane(&other),
+            "two lanes"
+        );
+        let target = own
+            .iter()
+            .find_map(|e| match &e.what {
+                EventKind::FaultInjected { node, .. } => Some(node.clone()),
+                _ => None,
+            })
+            .expect("a fault");
+        let shift = wall_ms(&other) - wall_ms(&own);
+        let foreign: Vec<Event> = other
+            .iter()
+            .filter_map(|e| {
+                let mut e = e.clone();
+                match &mut e.what {
+                    EventKind::VolumeAttachment { node, .. }
+                    | EventKind::VolumeAttachmentDeleted { node, .. } => *node = target.clone(),
+                    _ => return None,
+                }
+                e.at_ms = (e.at_ms as i64 + shift).max(0) as u64;
+                Some(e)
+            })
+            .collect();
+        assert!(
+            foreign
+                .iter()
+                .any(|e| matches!(e.what, EventKind::VolumeAttachmentDeleted { .. })),
+            "the other lane's VolumeAttachment was deleted (its remediation)"
+        );
+        let mut merged = own.clone();
+        merged.extend(foreign);
+        merged.sort_by_key(|e| e.at_ms);
+        assert_eq!(
+            phases(&merged),
+            phases(&own),
+            "{own_variant}: another volume's attachments are not this run's"
+        );
+        if own_variant == "none" {
+            // No remediation: the run's own volume stays attached to the dead node. Counted
+            // unscoped, the other volume's deletion would read as this run's detach.
+            let detached = |events: &[Event]| {
+                phases(events)
+                    .iter()
+                    .any(|(p, _)| p == Phase::VolumeDetached.name())
+            };
+            assert!(!detached(&own), "none: the volume stays attached");
+            assert!(
+                detached(&unscoped(&merged)),
+                "unscoped, the foreign detach would have counted"
+            );
+        }
+    }
+}
+
+/// The same parallel recording's controller counters: the one out-of-service forced detach of
+/// the invocation (lane 2's) is cluster-wide, and all three runs were in their fault windows
+/// while it happened, so each run reports it shared with the other two — never split, never
+/// given to one by guess. PodGC's force delete names its namespace and belongs to lane 2 alone.
+#[test]
+fn a_parallel_recording_marks_cluster_wide_counters_shared_and_keeps_podgc_per_namespace() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
+    let report = stored(&root.join("attach-detach-lanes"));
+    assert_eq!(report.invocation.as_ref().unwrap().lanes, 3);
+    let ids = [
+        "attach-detach/none/1",
+        "attach-detach/out-of-service-taint/1",
+        "attach-detach/delete-volumeattachment/1",
+    ];
+    for id in ids {
+        let r = run(&report, id);
+        let counters = r.controller_counters.as_ref().expect("counters read");
+        let forced = counters
+            .iter()
+            .find(|c| {
+                c.series
+                    .contains("forced_detaches{reason=\"out-of-service\"}")
+            })
+            .unwrap_or_else(|| panic!("{id}: {counters:?}"));
+        let mut others: Vec<&str> = ids.iter().copied().filter(|o| *o != id).collect();
+        others.sort();
+        let mut shared: Vec<&str> = forced.shared_with.iter().map(String::as_str).collect();
+        shared.sort();
+        assert_eq!(shared, others, "{id}");
+        let podgc: Vec<_> = counters
+            .iter()
+            .filter(|c| {
+                c.series
+                    .starts_with("pod_gc_collector_force_delete_pods_total")
+            })
+            .collect();
+        if id == "attach-detach/out-of-service-taint/1" {
+            assert_eq!(podgc.len(), 1, "{counters:?}");
+            assert!(podgc[0].shared_with.is_empty());
+            assert!(podgc[0]
+                .series
+                .contains("nd-attach-detach-out-of-service-taint-1-"));
+        } else {
+            assert!(
+                podgc.is_empty(),
+                "{id}: another lane's PodGC series: {podgc:?}"
+            );
+        }
+        assert_eq!(r.lane_nodes.len(), 2, "{id}");
+    }
 }

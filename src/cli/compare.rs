@@ -94,15 +94,16 @@ fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
         for (metric, tol) in map {
             let tol =
                 Tolerance::parse(&tol).map_err(|e| format!("{}: {metric}: {e}", file.display()))?;
-            t.per_metric.insert(metric, tol);
+            t.set(&metric, tol)
+                .map_err(|e| format!("{}: {e}", file.display()))?;
         }
     }
     for spec in &args.tolerances {
         let (metric, tol) = spec.split_once('=').ok_or_else(|| {
             format!("--tolerance {spec}: write METRIC=TOLERANCE, e.g. time-to-running=+10%")
         })?;
-        t.per_metric
-            .insert(metric.trim().to_string(), Tolerance::parse(tol)?);
+        t.set(metric.trim(), Tolerance::parse(tol)?)
+            .map_err(|e| format!("--tolerance {spec}: {e}"))?;
     }
     Ok(t)
 }

@@ -99,6 +99,7 @@ mod tests {
                 runs,
                 variants: vec![],
             }],
+            not_run: vec![],
         }
     }
 

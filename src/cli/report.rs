@@ -31,6 +31,7 @@ pub fn build(dir: &Path) -> Result<Report, store::StoreError> {
     let mut report = report::assemble::report_with(store::load_all(dir)?, &tool_version());
     report.invocation =
         store::load_invocation(dir).map(|t| report::assemble::invocation(&report, t));
+    report.not_run = store::load_not_run(dir)?;
     Ok(report)
 }
 

@@ -99,6 +99,10 @@ pub struct RunArgs {
     /// Print the plan and every action each run would take; touch nothing (no cluster needed).
     #[arg(long)]
     pub dry_run: bool,
+    /// Run the variants this invocation's backends can carry out and report the others as not
+    /// run (without it, a plan that needs what no backend has is refused with exit 2).
+    #[arg(long)]
+    pub skip_unsupported: bool,
     /// Run even on a degraded cluster (a node NotReady, an out-of-service taint already there,
     /// fewer than two schedulable workers).
     #[arg(long)]
@@ -282,6 +286,32 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         error("--node-control power-hooks needs --power-off, --power-on and --power-state");
         return EXIT_BAD_INPUT;
     }
+    // What no backend of this invocation can do is refused here, before anything is touched
+    // (and said so by --dry-run), not found out in the middle of a failover.
+    let caps = crate::cluster::capabilities(&experiments, &cluster_opts);
+    let not_run = unsupported(&runs, &caps, cluster_opts.node_control);
+    if !not_run.is_empty() && !args.skip_unsupported {
+        for n in &not_run {
+            error(format!("{}: variant `{}`: {}", n.file, n.variant, n.reason));
+        }
+        error(format!(
+            "{} refused before anything was touched: give what is named above, or --skip-unsupported to run the other variants and report these as not run",
+            if not_run.len() == 1 { "1 variant" } else { "these variants" }
+        ));
+        return EXIT_BAD_INPUT;
+    }
+    let runs: Vec<_> = runs
+        .into_iter()
+        .filter(|r| {
+            !not_run
+                .iter()
+                .any(|n| n.experiment == r.experiment && n.variant == r.variant)
+        })
+        .collect();
+    if runs.is_empty() {
+        error("no run left: every variant needs something no backend here has (above)");
+        return EXIT_BAD_INPUT;
+    }
     if args.dry_run {
         print!(
             "{}",
@@ -290,7 +320,8 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
                 &experiments,
                 &cluster_opts,
                 args.parallel,
-                args.allow_control_plane
+                args.allow_control_plane,
+                &not_run
             )
         );
         return super::EXIT_OK;
@@ -316,6 +347,16 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     }
     let order: String = runs.iter().map(|r| format!("{}\n", r.id)).collect();
     let _ = std::fs::write(out.join(ORDER_FILE), order);
+    if !not_run.is_empty() {
+        let json = serde_json::to_string_pretty(&not_run).expect("not-run serializes");
+        if let Err(e) = std::fs::write(out.join(crate::store::NOT_RUN_FILE), json + "\n") {
+            error(format!(
+                "cannot write {}: {e}",
+                out.join(crate::store::NOT_RUN_FILE).display()
+            ));
+            return EXIT_HARNESS;
+        }
+    }
 
     let mut cluster_opts = cluster_opts;
     cluster_opts.hooks_log = Some(out.join("hooks.jsonl"));
@@ -487,15 +528,19 @@ impl Invocation<'_> {
         let interrupted = self.schedule(env, &settings, lanes).await;
         let runs_ms = runs_start.elapsed().as_millis() as u64;
         let finish_start = std::time::Instant::now();
+        // Ctrl-C here too: the runs are healed, their namespaces deleted; stop waiting for them
+        // to go and exit 130.
+        let mut stopped_waiting = false;
         if !env.will_delete(args.retain) {
             self.progress
                 .step("waiting for the runs' namespaces to finish terminating");
             let seen = self.interrupt.count();
             tokio::select! {
                 r = runner::wait_namespaces_gone(&env.client) => if let Err(e) = r { error(e) },
-                _ = self.interrupt.wait_beyond(seen) => error(
-                    "not waiting for the namespaces any longer: they are deleted and go by themselves"
-                ),
+                _ = self.interrupt.wait_beyond(seen) => {
+                    error("not waiting for the namespaces any longer: they are deleted and go by themselves");
+                    stopped_waiting = true;
+                }
             }
         }
         let times = (!interrupted).then(|| crate::store::InvocationTimes {
@@ -505,7 +550,7 @@ impl Invocation<'_> {
             total_ms: 0,
             lanes: lane_count,
         });
-        Ok((interrupted, times))
+        Ok((interrupted || stopped_waiting, times))
     }
 
     /// The lanes of this invocation: none with `--parallel 1` (or room for only one).
@@ -643,6 +688,32 @@ impl Invocation<'_> {
     }
 }
 
+/// The variants no backend of this invocation can carry out, once each, with why.
+fn unsupported(
+    runs: &[crate::plan::PlannedRun],
+    caps: &[crate::faults::Capability],
+    only: Option<crate::faults::Backend>,
+) -> Vec<crate::report::NotRun> {
+    let mut out: Vec<crate::report::NotRun> = Vec::new();
+    for run in runs {
+        if out
+            .iter()
+            .any(|n| n.experiment == run.experiment && n.variant == run.variant)
+        {
+            continue;
+        }
+        if let Some(reason) = runner::cannot_run(run, caps, only) {
+            out.push(crate::report::NotRun {
+                experiment: run.experiment.clone(),
+                variant: run.variant.clone(),
+                file: run.file.display().to_string(),
+                reason,
+            });
+        }
+    }
+    out
+}
+
 /// What `--dry-run` prints: the cluster it would use and every run's actions.
 fn dry_run_text(
     runs: &[crate::plan::PlannedRun],
@@ -650,6 +721,7 @@ fn dry_run_text(
     opts: &ClusterOptions,
     parallel: crate::plan::lanes::Parallel,
     allow_control_plane: bool,
+    not_run: &[crate::report::NotRun],
 ) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -704,6 +776,13 @@ fn dry_run_text(
         );
     }
     let _ = writeln!(s, "{} run(s); nothing was touched", runs.len());
+    for n in not_run {
+        let _ = writeln!(
+            s,
+            "not run (--skip-unsupported): {}/{}: {}",
+            n.experiment, n.variant, n.reason
+        );
+    }
     let placements = lanes_text(
         &mut s,
         runs,

@@ -5,9 +5,11 @@
 
 use super::{
     client_for_context, client_for_local, k3d, ClusterError, DockerNodes, K3d, Kind, LocalCluster,
+    NodeFlavor,
 };
 use crate::faults::{
-    AgentNodeControl, Backend, DockerNodeControl, HooksNodeControl, NodeControl, PowerHooks,
+    AgentNodeControl, Backend, Capability, DockerNodeControl, HooksNodeControl, NodeControl,
+    PowerHooks,
 };
 use crate::spec::{Experiment, Provider};
 use kube::Client;
@@ -110,6 +112,40 @@ fn local_cluster(provider: Provider, name: &str, opts: &ClusterOptions) -> Optio
     }
 }
 
+/// What the node-control backends of an invocation can do, in [`Env::node_controls`]'s order,
+/// known before any cluster is reached: the user's power hooks when given, Docker for a kind or
+/// k3d cluster (`local`), the API server, the node agent.
+pub fn capabilities_of(provider: Provider, local: bool, hooks: bool) -> Vec<Capability> {
+    let mut out = Vec::new();
+    if hooks {
+        out.push(Capability::power_hooks());
+    }
+    if local {
+        let flavor = match provider {
+            Provider::K3d => NodeFlavor::K3d,
+            _ => NodeFlavor::Kind,
+        };
+        out.push(Capability::docker(flavor));
+    }
+    out.push(Capability::api());
+    out.push(Capability::agent());
+    out
+}
+
+/// [`capabilities_of`] the invocation `nodedown run` would make of these experiments and
+/// options (the cluster of the first experiment, as [`Env::prepare`] chooses it).
+pub fn capabilities(
+    experiments: &[(PathBuf, Experiment)],
+    opts: &ClusterOptions,
+) -> Vec<Capability> {
+    let provider = opts
+        .provider
+        .or_else(|| experiments.first().map(|(_, e)| e.cluster.provider))
+        .unwrap_or_default();
+    let local = opts.context.is_none() && provider != Provider::Existing;
+    capabilities_of(provider, local, opts.power_hooks.is_some())
+}
+
 impl Env {
     /// The node-control backends this invocation can reach, in order of preference (the
     /// user's power hooks, Docker, the node agent); empty: none, faults are refused. The agent
@@ -134,6 +170,15 @@ impl Env {
             image.cloned(),
             self.session.test_nodes || self.session.provider != Provider::Existing,
         )));
+        debug_assert_eq!(
+            out.iter().map(|c| c.capability()).collect::<Vec<_>>(),
+            capabilities_of(
+                self.session.provider,
+                self.docker.is_some() && self.local.is_some(),
+                self.session.power_hooks.is_some()
+            ),
+            "the capabilities checked before the runs are the backends' own"
+        );
         out
     }
 

@@ -173,10 +173,12 @@ async fn delete(api: &Api<Lease>, uid: Option<String>) -> Result<(), String> {
         }),
         ..Default::default()
     };
-    api.delete(LOCK_NAME, &params)
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("deleting Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}"))
+    match api.delete(LOCK_NAME, &params).await {
+        Ok(_) => Ok(()),
+        // Gone already (taken away, or deleted by a cleanup): nothing left to release.
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(format!("deleting Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}")),
+    }
 }
 
 /// Takes the lock for an invocation writing to `out` (absolute), or says who holds it. A

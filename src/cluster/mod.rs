@@ -8,7 +8,8 @@ pub mod k3d;
 pub mod lock;
 pub use docker::*;
 pub use env::{
-    describe_target, facts, guard, resolve_context, targets_existing, ClusterOptions, Env, Session,
+    capabilities, capabilities_of, describe_target, facts, guard, resolve_context,
+    targets_existing, ClusterOptions, Env, Session,
 };
 pub use k3d::K3d;
 

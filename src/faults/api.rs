@@ -30,12 +30,8 @@ fn unsupported(what: &str) -> NodeError {
 }
 
 impl NodeControl for ApiPodControl {
-    fn backend(&self) -> Backend {
-        Backend::Api
-    }
-
-    fn supports(&self, kind: FaultKind) -> bool {
-        kind == FaultKind::PodDelete
+    fn capability(&self) -> super::Capability {
+        super::Capability::api()
     }
 
     fn check_node<'a>(&'a self, _node: &'a str) -> BoxFuture<'a, Result<(), NodeError>> {

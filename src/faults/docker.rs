@@ -4,8 +4,7 @@
 //! from the network).
 
 use super::{
-    heal_partition_script, partition_script, Backend, Effect, NodeControl, NodeError, NodeFault,
-    PowerState,
+    heal_partition_script, partition_script, Effect, NodeControl, NodeError, NodeFault, PowerState,
 };
 use crate::cluster::{DockerNodes, NodeFlavor, Restart};
 use crate::spec::FaultKind;
@@ -171,25 +170,8 @@ impl DockerNodeControl {
 }
 
 impl NodeControl for DockerNodeControl {
-    fn backend(&self) -> Backend {
-        Backend::Docker
-    }
-
-    fn supports_graceful_shutdown(&self) -> bool {
-        self.flavor.runs_systemd()
-    }
-
-    fn supports(&self, kind: FaultKind) -> bool {
-        if kind == FaultKind::KubeletStop {
-            return self.flavor.runs_systemd();
-        }
-        matches!(
-            kind,
-            FaultKind::NodeShutdown
-                | FaultKind::NetworkPartition
-                | FaultKind::NodeFreeze
-                | FaultKind::ContainerKill
-        )
+    fn capability(&self) -> super::Capability {
+        super::Capability::docker(self.flavor)
     }
 
     fn check_node<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), NodeError>> {

@@ -4,7 +4,7 @@
 //! facts substituted; its command, exit code and output are appended to a log in the run
 //! directory. Only `node-shutdown` (and fencing) go through hooks.
 
-use super::{Backend, Effect, NodeControl, NodeError, NodeFault, PowerState};
+use super::{Effect, NodeControl, NodeError, NodeFault, PowerState};
 use crate::spec::FaultKind;
 use crate::timeline::TimeZeroBasis;
 use futures::future::BoxFuture;
@@ -224,12 +224,8 @@ impl HooksNodeControl {
 }
 
 impl NodeControl for HooksNodeControl {
-    fn backend(&self) -> Backend {
-        Backend::PowerHooks
-    }
-
-    fn supports(&self, kind: FaultKind) -> bool {
-        kind == FaultKind::NodeShutdown
+    fn capability(&self) -> super::Capability {
+        super::Capability::power_hooks()
     }
 
     fn check_node<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), NodeError>> {

@@ -80,7 +80,7 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
     };
     let target = &run.fault.target.node_of;
     let mut out = vec![
-        "check: every node Ready, no out-of-service taint, at least two schedulable workers"
+        "check: the run's nodes Ready (all nodes; in a lane, the lane's nodes and the control plane), no out-of-service taint on them, at least two schedulable workers"
             .to_string(),
         format!(
             "create: namespace nd-{}-{}-{}-<random>, {} `{app}` ({} replica, {} {} on storage class {}{})",

@@ -142,7 +142,7 @@ pub fn run_result_with(
             .phases
             .iter()
             .map(|p| PhaseResult {
-                name: p.phase.name().to_string(),
+                name: p.phase,
                 at_ms: p.at_ms,
                 since_ms: p.since_ms,
             })
@@ -332,6 +332,7 @@ pub fn report_with(
         tool: format!("nodedown {tool_version}"),
         invocation: None,
         experiments,
+        not_run: vec![],
     }
 }
 
@@ -451,8 +452,11 @@ mod tests {
         assert_eq!(r.duration_ms, 68_506);
         assert_eq!(r.target_node.as_deref(), Some("kind-worker"));
         assert_eq!(r.replacement_node.as_deref(), Some("kind-worker2"));
-        assert_eq!(r.phases[0].name, "fault-injected");
-        assert_eq!(r.phases.last().unwrap().name, "fault-healed");
+        assert_eq!(r.phases[0].name, crate::timeline::Phase::FaultInjected);
+        assert_eq!(
+            r.phases.last().unwrap().name,
+            crate::timeline::Phase::FaultHealed
+        );
         assert_eq!(r.metrics["time-to-ready"], 39_700);
         assert_eq!(r.error, None);
         assert_eq!(r.verdict, Verdict::Pass);

@@ -61,11 +61,7 @@ fn run_section(out: &mut String, r: &RunResult) {
             Some(s) => format!("{}–{} (watch gap)", fmt_ms(s), fmt_ms(p.at_ms)),
             None => fmt_ms(p.at_ms),
         };
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{at}</td></tr>",
-            xml_escape(&p.name)
-        );
+        let _ = writeln!(out, "<tr><td>{}</td><td>{at}</td></tr>", p.name);
     }
     let _ = writeln!(out, "</table>");
     if let Some(i) = &r.integrity {

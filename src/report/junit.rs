@@ -34,8 +34,26 @@ pub fn render(report: &Report) -> String {
             suite.add_test_case(test_case(exp, run));
             suite_ms += run.duration_ms;
         }
+        for n in report.not_run.iter().filter(|n| n.experiment == exp.name) {
+            suite.add_test_case(not_run_case(n));
+        }
         suite.set_time(Duration::from_millis(suite_ms));
         total_ms += suite_ms;
+        junit.add_test_suite(suite);
+    }
+    // Experiments none of whose variants ran get a suite of skipped cases of their own.
+    let mut rest: Vec<&crate::report::NotRun> = report
+        .not_run
+        .iter()
+        .filter(|n| !report.experiments.iter().any(|e| e.name == n.experiment))
+        .collect();
+    rest.sort_by(|a, b| a.experiment.cmp(&b.experiment));
+    for group in rest.chunk_by(|a, b| a.experiment == b.experiment) {
+        let mut suite = TestSuite::new(group[0].experiment.as_str());
+        suite.add_property(Property::new("file", group[0].file.as_str()));
+        for n in group {
+            suite.add_test_case(not_run_case(n));
+        }
         junit.add_test_suite(suite);
     }
     junit.set_time(Duration::from_millis(total_ms));
@@ -46,6 +64,15 @@ pub fn render(report: &Report) -> String {
         xml.push('\n');
     }
     xml
+}
+
+/// A variant left out by `--skip-unsupported`: a skipped test case saying why.
+fn not_run_case(n: &crate::report::NotRun) -> TestCase {
+    let mut status = TestCaseStatus::skipped();
+    status.set_message(format!("not run: {}", n.reason));
+    let mut case = TestCase::new(n.variant.as_str(), status);
+    case.set_classname(n.experiment.as_str());
+    case
 }
 
 fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {

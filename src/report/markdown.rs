@@ -116,7 +116,32 @@ fn render_with(report: &Report, evidence: bool) -> String {
     for exp in &report.experiments {
         experiment(&mut out, exp, evidence);
     }
+    not_run(&mut out, &report.not_run);
     out
+}
+
+/// The variants `--skip-unsupported` left out, each with what would have let it run.
+fn not_run(out: &mut String, not_run: &[crate::report::NotRun]) {
+    if not_run.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "
+### Not run ({}): no backend of this invocation could carry them out
+",
+        not_run.len()
+    );
+    for n in not_run {
+        let _ = writeln!(
+            out,
+            "- `{}` / `{}` ({}): {}",
+            n.experiment,
+            n.variant,
+            n.file,
+            line(&n.reason)
+        );
+    }
 }
 
 /// Evidence for the summary: one line, cut at [`EVIDENCE_CHARS`] with a pointer.
@@ -348,10 +373,14 @@ fn gantt(out: &mut String, exp: &ExperimentResult) {
         let end = r
             .phases
             .iter()
-            .find(|p| p.name == "recovery-timeout")
+            .find(|p| p.name == crate::timeline::Phase::RecoveryTimeout)
             .or_else(|| r.phases.iter().max_by_key(|p| p.at_ms))
             .map_or(0, |p| p.at_ms);
-        match r.phases.iter().find(|p| p.name == "replacement-ready") {
+        match r
+            .phases
+            .iter()
+            .find(|p| p.name == crate::timeline::Phase::ReplacementReady)
+        {
             Some(p) => {
                 let _ = writeln!(out, "    fault to Ready :active, 0, {}ms", p.at_ms.max(1));
             }
@@ -368,7 +397,7 @@ fn gantt(out: &mut String, exp: &ExperimentResult) {
             );
         }
         for p in &r.phases {
-            let _ = writeln!(out, "    {} :milestone, {}, 0ms", name(&p.name), p.at_ms);
+            let _ = writeln!(out, "    {} :milestone, {}, 0ms", p.name, p.at_ms);
         }
     }
     out.push_str("```\n");
@@ -539,6 +568,7 @@ mod tests {
             tool: "nodedown test".into(),
             invocation: None,
             experiments: vec![],
+            not_run: vec![],
         };
         assert_eq!(
             render(&r),

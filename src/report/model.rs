@@ -19,6 +19,22 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocation: Option<InvocationResult>,
     pub experiments: Vec<ExperimentResult>,
+    /// Variants `nodedown run --skip-unsupported` left out because no backend of the
+    /// invocation could carry them out (nothing of them ran, so they have no verdict).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<NotRun>,
+}
+
+/// A variant left out before anything was touched, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotRun {
+    pub experiment: String,
+    pub variant: String,
+    /// The experiment file.
+    pub file: String,
+    /// What no backend here can do, and what would provide it.
+    pub reason: String,
 }
 
 /// The wall time of the `nodedown run` that wrote the results, and how much of it was the
@@ -226,7 +242,7 @@ pub struct IntegrityResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PhaseResult {
-    pub name: String,
+    pub name: crate::timeline::Phase,
     /// When it was first observed, ms from time zero.
     pub at_ms: u64,
     /// Present when the phase was first seen at the end of a watch gap: it happened somewhere

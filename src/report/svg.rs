@@ -4,6 +4,7 @@
 
 use super::text::xml_escape;
 use super::{ExperimentResult, RunResult, Verdict};
+use crate::timeline::Phase;
 use crate::units::fmt_ms;
 use std::fmt::Write;
 
@@ -15,16 +16,25 @@ const TOP: u32 = 40;
 
 /// The color of a phase mark: the node going away, the remediation, the old pod, the
 /// replacement, the end of the window.
-fn color(phase: &str) -> &'static str {
+/// Exhaustive: a new phase gets its colour here or does not compile.
+fn color(phase: Phase) -> &'static str {
     match phase {
-        "fault-injected" => "#444444",
-        "node-not-ready" | "unreachable-taint" => "#d9822b",
-        "out-of-service-taint" | "remediation-applied" | "node-deleted" => "#8e44ad",
-        "pod-terminating" | "old-pod-deleted" | "volume-detached" => "#c0392b",
-        "replacement-created" | "replacement-scheduled" | "volume-attached" => "#2980b9",
-        "replacement-running" | "replacement-ready" => "#27ae60",
-        "two-pods-running" | "multi-attach-error" => "#e74c3c",
-        _ => "#7f8c8d",
+        Phase::FaultInjected => "#444444",
+        Phase::NodeNotReady | Phase::UnreachableTaint => "#d9822b",
+        Phase::OutOfServiceTaint | Phase::RemediationApplied | Phase::NodeDeleted => "#8e44ad",
+        Phase::PodTerminating
+        | Phase::PodShutDownByKubelet
+        | Phase::OldPodDeleted
+        | Phase::VolumeDetached => "#c0392b",
+        Phase::ReplacementCreated | Phase::ReplacementScheduled | Phase::VolumeAttached => {
+            "#2980b9"
+        }
+        // The same pod's container started again: the workload is back, on the old node.
+        Phase::ContainerRestarted => "#16a085",
+        Phase::ReplacementRunning | Phase::ReplacementReady => "#27ae60",
+        Phase::TwoPodsRunning | Phase::MultiAttachError => "#e74c3c",
+        // The end of the window.
+        Phase::FaultHealed | Phase::RecoveryTimeout => "#7f8c8d",
     }
 }
 
@@ -71,7 +81,7 @@ fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
     let healed = r
         .phases
         .iter()
-        .find(|p| p.name == "fault-healed")
+        .find(|p| p.name == Phase::FaultHealed)
         .map(|p| p.at_ms)
         .or_else(|| r.phases.iter().map(|p| p.at_ms).max())
         .unwrap_or(0);
@@ -113,7 +123,7 @@ fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
             p.name,
             y + 6,
             y + ROW - 6,
-            color(&p.name),
+            color(p.name),
             if p.since_ms.is_some() {
                 r#" stroke-dasharray="3,2""#
             } else {

@@ -112,6 +112,12 @@ pub fn render(report: &Report, color: bool) -> String {
         tally(fail, "failed", Verdict::Fail),
         tally(unknown, "unknown", Verdict::Unknown),
     ));
+    for n in &report.not_run {
+        out.push_str(&format!(
+            "not run: {}/{}: {}\n",
+            n.experiment, n.variant, n.reason
+        ));
+    }
     out
 }
 

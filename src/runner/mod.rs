@@ -85,6 +85,26 @@ pub fn plan_all(experiments: &[(PathBuf, Experiment)], opts: &PlanOptions) -> Ve
         .collect()
 }
 
+/// Why the backends of an invocation cannot carry a run out — its fault, or the fence of a
+/// fenced out-of-service taint — or `None` when they can. Checked for every run before anything
+/// is touched (and by `--dry-run`), with the same rule the run itself chooses its backend by.
+pub fn cannot_run(
+    run: &PlannedRun,
+    caps: &[faults::Capability],
+    only: Option<faults::Backend>,
+) -> Option<String> {
+    let fault = match faults::choose(caps, only, run.fault.kind, run.fault.graceful) {
+        Ok(i) => i,
+        Err(e) => return Some(e),
+    };
+    if let RemediationSpec::OutOfServiceTaint { fence: true, .. } = run.remediation {
+        if let Err(e) = faults::choose_fence(caps, fault) {
+            return Some(e);
+        }
+    }
+    None
+}
+
 /// Why an invocation stops before its runs are done.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stop {
@@ -590,21 +610,9 @@ impl Steps {
     /// The backend that carries out `kind` (the one chosen with `--node-control`, else the
     /// first that can).
     fn control_for(&self, kind: FaultKind) -> Result<Arc<dyn NodeControl>, String> {
-        let graceful = self.run.fault.graceful;
-        self.controls
-            .iter()
-            .filter(|c| self.fault_backend.is_none_or(|b| c.backend() == b))
-            .find(|c| c.supports(kind) && (!graceful || c.supports_graceful_shutdown()))
-            .cloned()
-            .ok_or_else(|| {
-                if graceful {
-                    return "no node-control backend here can shut a node down cleanly: a graceful node-shutdown is carried out only on kind nodes (docker backend); power hooks power off hard".to_string();
-                }
-                format!(
-                    "no node-control backend here can carry out {}: give --node-control agent (kubelet-stop, network-partition) or power hooks (node-shutdown: --power-off/--power-on/--power-state); see README, Running on your own cluster",
-                    kind.as_str()
-                )
-            })
+        let caps: Vec<_> = self.controls.iter().map(|c| c.capability()).collect();
+        faults::choose(&caps, self.fault_backend, kind, self.run.fault.graceful)
+            .map(|i| self.controls[i].clone())
     }
 
     /// Inject: journal the heal, apply the fault, record time zero from the best evidence.
@@ -846,13 +854,14 @@ impl Steps {
                 if *fence {
                     // Make sure the node is really off before telling the cluster it is: through
                     // the fault's own backend when it can power nodes off, else any that can.
-                    let power = std::iter::once(&fault.control)
-                        .chain(self.controls.iter())
-                        .find(|c| c.supports(FaultKind::NodeShutdown))
-                        .cloned()
-                        .ok_or_else(|| {
-                            format!("fence {node}: no backend here can power nodes off (give power hooks)")
-                        })?;
+                    let mut caps = vec![fault.control.capability()];
+                    caps.extend(self.controls.iter().map(|c| c.capability()));
+                    let power = faults::choose_fence(&caps, 0)
+                        .map(|i| match i {
+                            0 => fault.control.clone(),
+                            i => self.controls[i - 1].clone(),
+                        })
+                        .map_err(|e| format!("fence {node}: {e}"))?;
                     jrec(Undo::HealFault {
                         backend: power.backend(),
                         fault: FaultKind::NodeShutdown,

@@ -33,8 +33,23 @@ pub const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
 /// Taint that declares a node out of service (non-graceful node shutdown, KEP-2268).
 pub const OUT_OF_SERVICE_TAINT: &str = "node.kubernetes.io/out-of-service";
 
-/// A step of a failover, in the order they usually happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A step of a failover, in the order they usually happen. One type from the tracker to the
+/// pixels: results.json writes it by its kebab-case [`Phase::name`], and every renderer matches
+/// on it exhaustively (a new phase does not compile until each of them gives it its colour).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum Phase {
     /// The fault was applied (time zero).
     FaultInjected,

@@ -9,7 +9,7 @@
 
 pub mod node;
 
-use super::{Backend, Effect, NodeControl, NodeError, NodeFault, PowerState};
+use super::{Effect, NodeControl, NodeError, NodeFault, PowerState};
 use crate::spec::FaultKind;
 use crate::timeline::TimeZeroBasis;
 use futures::future::BoxFuture;
@@ -378,12 +378,8 @@ async fn direct_post(addr: &str, port: u16, path: &str) -> Result<String, String
 }
 
 impl NodeControl for AgentNodeControl {
-    fn backend(&self) -> Backend {
-        Backend::Agent
-    }
-
-    fn supports(&self, kind: FaultKind) -> bool {
-        matches!(kind, FaultKind::KubeletStop | FaultKind::NetworkPartition)
+    fn capability(&self) -> crate::faults::Capability {
+        crate::faults::Capability::agent()
     }
 
     fn check_node<'a>(&'a self, node: &'a str) -> BoxFuture<'a, Result<(), NodeError>> {

@@ -1,0 +1,196 @@
+//! The `integrity` expectation (pure): the ledger checker's report against what the experiment
+//! expects of it.
+
+use super::{ExpectationResult, Verdict};
+use crate::plan::PlannedRun;
+use crate::units::{fmt_duration, fmt_ms};
+
+/// An `integrity` expectation against the checker's report. The checker's own Unknown decides
+/// nothing: whatever it found on the way (lost writes, a second writer) is evidence, but an
+/// expectation is met or not only on a decided report. On a decided report: `pass` wants Pass;
+/// `fail` wants Fail; `split-brain` wants a detected second writer; `lost-writes` wants at least
+/// one lost acknowledged write.
+pub fn integrity_verdict(
+    want: crate::spec::IntegrityExpectation,
+    r: &crate::integrity::IntegrityReport,
+) -> Verdict {
+    use crate::spec::IntegrityExpectation as Want;
+    let hit = match r.verdict {
+        Verdict::Unknown => return Verdict::Unknown,
+        Verdict::Pass => want == Want::Pass,
+        Verdict::Fail => match want {
+            Want::Pass => false,
+            Want::Fail => true,
+            Want::SplitBrain => r.split_brain.detected,
+            Want::LostWrites => r.lost_acked.count > 0,
+        },
+    };
+    if hit {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    }
+}
+
+/// The ledger expectations (`integrity`, `writeOutage`) of a run, from the checker's report and
+/// the measured write outage. `report` is `None` when the run directory holds no ledger
+/// evidence; then every ledger expectation is Unknown.
+pub fn evaluate_integrity(
+    run: &PlannedRun,
+    report: Option<&crate::integrity::IntegrityReport>,
+    outage_ms: Option<u64>,
+    acks: usize,
+) -> Vec<ExpectationResult> {
+    let mut out = Vec::new();
+    let missing = "no ledger evidence in the run directory (ledger/ledger.bin and acks.jsonl)";
+    if let Some(want) = run.expect.integrity {
+        let (verdict, actual, evidence) = match report {
+            None => (Verdict::Unknown, "unknown".to_string(), missing.to_string()),
+            Some(r) => {
+                let found = if r.split_brain.detected {
+                    "split-brain"
+                } else if r.lost_acked.count > 0 {
+                    "lost-writes"
+                } else {
+                    match r.verdict {
+                        Verdict::Pass => "pass",
+                        Verdict::Fail => "fail",
+                        Verdict::Unknown => "unknown",
+                    }
+                };
+                let verdict = integrity_verdict(want, r);
+                let evidence = format!("{}\n{}", r.summary(), r.evidence())
+                    .trim_end()
+                    .to_string();
+                (verdict, found.to_string(), evidence)
+            }
+        };
+        out.push(ExpectationResult {
+            name: "integrity".into(),
+            expected: want.as_str().into(),
+            actual,
+            verdict,
+            evidence,
+        });
+    }
+    if let Some(bound) = &run.expect.write_outage {
+        let max = bound.max.as_millis() as u64;
+        let expected = format!("<= {}", fmt_duration(bound.max));
+        let r = match outage_ms {
+            Some(ms) => ExpectationResult {
+                name: "writeOutage".into(),
+                expected,
+                actual: fmt_ms(ms),
+                verdict: if ms <= max {
+                    Verdict::Pass
+                } else {
+                    Verdict::Fail
+                },
+                evidence: format!(
+                    "last acknowledged write before the fault to the first one after it: {}",
+                    fmt_ms(ms)
+                ),
+            },
+            None if acks == 0 => ExpectationResult {
+                name: "writeOutage".into(),
+                expected,
+                actual: "unknown".into(),
+                verdict: Verdict::Unknown,
+                evidence: "no acknowledged write was observed at all".into(),
+            },
+            None => ExpectationResult {
+                name: "writeOutage".into(),
+                expected,
+                actual: "absent (no write acknowledged after the fault)".into(),
+                verdict: Verdict::Fail,
+                evidence: format!(
+                    "{acks} acks observed, none after the fault that advanced the ledger"
+                ),
+            },
+        };
+        out.push(r);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Bound;
+    use crate::spec::IntegrityExpectation as Want;
+    use std::time::Duration;
+
+    /// A checker report of the given outcome. The checker itself is tested in `integrity`;
+    /// here only the fields the expectation reads matter, so they are set directly on the
+    /// report of an empty ledger.
+    fn report(verdict: Verdict, split: bool, lost: u64) -> crate::integrity::IntegrityReport {
+        let mut r = crate::integrity::check(std::io::empty(), &[]);
+        r.verdict = verdict;
+        r.split_brain.detected = split;
+        r.lost_acked.count = lost;
+        r
+    }
+
+    /// Every expectation × every checker outcome, against the table written out by hand.
+    #[test]
+    fn every_expectation_against_every_checker_outcome() {
+        use Verdict::{Fail as F, Pass as P, Unknown as U};
+        // (checker verdict, split brain, lost acked) → verdict for pass, split-brain,
+        // lost-writes, fail
+        let table: [((Verdict, bool, u64), [Verdict; 4]); 7] = [
+            ((P, false, 0), [P, F, F, F]),
+            ((F, true, 0), [F, P, F, P]),
+            ((F, false, 3), [F, F, P, P]),
+            ((F, true, 3), [F, P, P, P]),
+            // corruption only
+            ((F, false, 0), [F, F, F, P]),
+            // the checker could not decide: nothing is met, whatever it saw on the way
+            ((U, false, 0), [U, U, U, U]),
+            ((U, true, 3), [U, U, U, U]),
+        ];
+        for ((v, split, lost), want) in table {
+            let r = report(v, split, lost);
+            for (i, w) in [Want::Pass, Want::SplitBrain, Want::LostWrites, Want::Fail]
+                .into_iter()
+                .enumerate()
+            {
+                assert_eq!(
+                    integrity_verdict(w, &r),
+                    want[i],
+                    "checker {v:?} split={split} lost={lost}, expecting {w:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn no_ledger_evidence_is_unknown_and_outage_without_acks_is_unknown() {
+        let mut run = crate::verdict::tests::planned(
+            "e",
+            "v",
+            1,
+            crate::spec::RemediationSpec::None,
+            Duration::from_secs(60),
+            crate::spec::Expectations {
+                integrity: Some(Want::LostWrites),
+                write_outage: Some(Bound {
+                    max: Duration::from_secs(30),
+                }),
+                ..Default::default()
+            },
+        );
+        run.workload.kind = crate::spec::WorkloadKind::Ledger;
+        let r = evaluate_integrity(&run, None, None, 0);
+        assert_eq!(r.len(), 2);
+        assert!(r.iter().all(|e| e.verdict == Verdict::Unknown), "{r:#?}");
+        let unknown = report(Verdict::Unknown, false, 4);
+        let r = evaluate_integrity(&run, Some(&unknown), Some(31_000), 10);
+        assert_eq!(
+            r[0].verdict,
+            Verdict::Unknown,
+            "lost-writes on an undecided check"
+        );
+        assert_eq!(r[1].verdict, Verdict::Fail, "outage over its bound");
+        assert_eq!(r[1].actual, "31.0s");
+    }
+}
