@@ -436,6 +436,8 @@ fn sigkill_then_cleanup_heals_the_cluster() {
         Duration::from_secs(240),
         || {
             events_contain(&rd, "\"remediation-applied\"")
+                // nodedown's own taint write, named by its field manager in managedFields
+                && events_contain(&rd, "\"by\":\"nodedown\"")
                 && LANED
                     .iter()
                     .all(|v| events_contain(&run_dir(&dir, v), "\"fault-injected\""))

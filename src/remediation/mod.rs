@@ -17,6 +17,8 @@ pub enum RemediationError {
         object: String,
         source: kube::Error,
     },
+    #[error("update taints on {node}: the Node changed under each of {attempts} attempts (someone else writes it as fast as nodedown reads it)")]
+    Conflicts { node: String, attempts: usize },
 }
 
 fn api_err(action: &'static str, object: &str) -> impl FnOnce(kube::Error) -> RemediationError {
@@ -36,14 +38,30 @@ pub fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.is_not_found())
 }
 
-/// Changes a node's taints with get + replace, retrying on write conflicts.
-/// Returns false when the node does not exist.
+/// The field manager of every write nodedown makes to a Node: its taint edits show under this
+/// name in managedFields, the way nodedown tells an external remediator's taint from its own.
+pub const FIELD_MANAGER: &str = "nodedown";
+
+/// How many write conflicts a taint edit rides out before giving up.
+const TAINT_RETRIES: usize = 10;
+
+/// Changes a node's taints with get + replace (optimistic concurrency on the resourceVersion,
+/// as the node lifecycle controller patches taints), retrying a bounded number of times on
+/// write conflicts. Returns false when the node does not exist.
+///
+/// Not server-side apply: `spec.taints` is an atomic list for SSA (kubernetes#117142 is open),
+/// so an apply of nodedown's one taint would take over the whole list and, applied again
+/// without the others, remove the node lifecycle controller's and everybody else's taints.
 async fn edit_taints(
     nodes: &Api<Node>,
     node: &str,
     edit: impl Fn(&mut Vec<Taint>),
 ) -> Result<bool, RemediationError> {
-    loop {
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    for _ in 0..TAINT_RETRIES {
         let mut obj = match nodes.get_opt(node).await.map_err(api_err("get", node))? {
             Some(n) => n,
             None => return Ok(false),
@@ -56,12 +74,16 @@ async fn edit_taints(
         } else {
             Some(taints)
         };
-        match nodes.replace(node, &PostParams::default(), &obj).await {
+        match nodes.replace(node, &params, &obj).await {
             Ok(_) => return Ok(true),
             Err(e) if is_conflict(&e) => continue,
             Err(e) => return Err(api_err("update taints", node)(e)),
         }
     }
+    Err(RemediationError::Conflicts {
+        node: node.into(),
+        attempts: TAINT_RETRIES,
+    })
 }
 
 pub async fn add_out_of_service_taint(
