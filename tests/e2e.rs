@@ -551,6 +551,91 @@ fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
     );
 }
 
+/// A cluster nodedown created is deleted on every way out, also when the invocation cannot
+/// write its session file (here session.json is a directory): exit 3, and the cluster is gone.
+#[test]
+fn a_failed_session_write_deletes_the_cluster_it_created() {
+    let _g = lock_cluster();
+    let name = "nd-session-fail";
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("run");
+    std::fs::create_dir_all(dir.join("session.json")).unwrap();
+    // A one-node cluster from the fast profile (its kubeadm patches: no CoreDNS offline).
+    let fast = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/kind-configs/fast.yaml"
+    ))
+    .unwrap();
+    let head = &fast[..fast.find("\nnodes:").expect("fast.yaml lists its nodes")];
+    let config = out.path().join("one-node.yaml");
+    std::fs::write(&config, format!("{head}\nnodes:\n- role: control-plane\n")).unwrap();
+    let image = Command::new("docker")
+        .args([
+            "inspect",
+            "--format",
+            "{{.Config.Image}}",
+            &format!("{}-control-plane", cluster_name()),
+        ])
+        .output()
+        .unwrap();
+    let image = String::from_utf8(image.stdout).unwrap().trim().to_string();
+    let res = nodedown()
+        .args(["run", "experiments/smoke.yaml", "--cluster-name", name])
+        .arg("--kind-config")
+        .arg(&config)
+        .args(["--node-image", &image, "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&res.stderr);
+    let clusters = Command::new("kind")
+        .args(["get", "clusters"])
+        .output()
+        .unwrap();
+    let clusters = String::from_utf8_lossy(&clusters.stdout).into_owned();
+    if clusters.lines().any(|l| l == name) {
+        let _ = Command::new("kind")
+            .args(["delete", "cluster", "--name", name])
+            .status();
+        panic!("cluster {name} leaked: {said}");
+    }
+    assert_eq!(res.status.code(), Some(3), "{said}");
+    assert!(said.contains("session.json"), "names the file: {said}");
+}
+
+/// Refused before anything is touched, on the testenv cluster reached by kubeconfig alone
+/// (README's "Running on your own cluster", the agent only, no power hooks): the fenced
+/// variant needs to power the node off, which nothing here can.
+#[test]
+fn an_unsupported_variant_is_refused_on_an_existing_cluster_before_anything_is_touched() {
+    let _g = lock_cluster();
+    let out = tempfile::tempdir().unwrap();
+    let before = nodedown_namespaces();
+    let res = nodedown()
+        .args([
+            "run",
+            "experiments/kubelet-stop.yaml",
+            "--provider",
+            "existing",
+            "--context",
+            &context(),
+            "--allow-context",
+            &context(),
+            "--out",
+        ])
+        .arg(out.path().join("run"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("variant `oos-taint-fenced`") && said.contains("--power-off"),
+        "{said}"
+    );
+    assert_eq!(nodedown_namespaces(), before, "nothing deployed");
+    assert!(!out.path().join("run").exists(), "nothing written");
+}
+
 /// The cluster lock taken away in the middle of a run (as another tool or a person deleting the
 /// Lease would): the holder notices at its next renewal, stops faulting, heals and exits 3.
 #[test]

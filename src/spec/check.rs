@@ -166,21 +166,6 @@ impl Checker<'_> {
             }
         }
         if let Some(phases) = &expect.phases {
-            for (key, names) in [("seen", &phases.seen), ("notSeen", &phases.not_seen)] {
-                for (i, name) in names.iter().enumerate() {
-                    if crate::timeline::Phase::from_name(name).is_none() {
-                        let known: Vec<&str> = crate::timeline::Phase::ALL
-                            .iter()
-                            .map(|p| p.name())
-                            .collect();
-                        return Err(self.fail(
-                            &format!("{path}.phases.{key}[{i}]"),
-                            format!("`{name}` is not a phase"),
-                            format!("write one of: {}", known.join(", ")),
-                        ));
-                    }
-                }
-            }
             if let Some(both) = phases.seen.iter().find(|p| phases.not_seen.contains(p)) {
                 return Err(self.fail(
                     &format!("{path}.phases.notSeen"),

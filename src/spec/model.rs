@@ -651,9 +651,9 @@ pub struct Expectations {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PhaseExpectation {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub seen: Vec<String>,
+    pub seen: Vec<crate::timeline::Phase>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub not_seen: Vec<String>,
+    pub not_seen: Vec<crate::timeline::Phase>,
 }
 
 /// What the integrity checker must conclude.

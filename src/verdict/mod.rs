@@ -67,11 +67,11 @@ pub fn evaluate(
         results.push(ctx.bound("timeToReady", Metric::TimeToReady, "Ready", bound));
     }
     if let Some(phases) = &run.expect.phases {
-        for name in &phases.seen {
-            results.push(ctx.phase(name, true));
+        for phase in &phases.seen {
+            results.push(ctx.phase(*phase, true));
         }
-        for name in &phases.not_seen {
-            results.push(ctx.phase(name, false));
+        for phase in &phases.not_seen {
+            results.push(ctx.phase(*phase, false));
         }
     }
     let verdict = combine(&results, finished.is_some());
@@ -306,7 +306,8 @@ impl Ctx<'_> {
 
     /// `expect.phases`: `name` seen (or not) in the failover window. A phase not seen while a
     /// watch gap was open, or in a run that ended early, may have been missed: unknown.
-    fn phase(&self, name: &str, want_seen: bool) -> ExpectationResult {
+    fn phase(&self, phase: Phase, want_seen: bool) -> ExpectationResult {
+        let name = phase.name();
         let key = if want_seen { "seen" } else { "notSeen" };
         let mut r = ExpectationResult {
             name: format!("phases.{key}"),
@@ -320,10 +321,6 @@ impl Ctx<'_> {
             r.evidence = self.no_fault();
             return r;
         }
-        let Some(phase) = Phase::from_name(name) else {
-            r.evidence = format!("`{name}` is not a phase this version knows");
-            return r;
-        };
         match self.tl.phase(phase) {
             Some(p) => {
                 r.actual = format!("seen at {}", fmt_ms(p.at_ms));
@@ -566,8 +563,14 @@ pub(crate) mod tests {
     #[test]
     fn phase_expectations_pass_fail_and_name_what_was_seen() {
         let phases = crate::spec::PhaseExpectation {
-            seen: vec!["replacement-ready".into(), "multi-attach-error".into()],
-            not_seen: vec!["two-pods-running".into(), "out-of-service-taint".into()],
+            seen: vec![
+                Phase::from_name("replacement-ready").unwrap(),
+                Phase::from_name("multi-attach-error").unwrap(),
+            ],
+            not_seen: vec![
+                Phase::from_name("two-pods-running").unwrap(),
+                Phase::from_name("out-of-service-taint").unwrap(),
+            ],
         };
         let e = Expectations {
             phases: Some(phases),
@@ -614,7 +617,7 @@ pub(crate) mod tests {
         let e = Expectations {
             phases: Some(crate::spec::PhaseExpectation {
                 seen: vec![],
-                not_seen: vec!["volume-detached".into()],
+                not_seen: vec![Phase::from_name("volume-detached").unwrap()],
             }),
             ..Default::default()
         };
@@ -633,7 +636,7 @@ pub(crate) mod tests {
     fn a_phase_not_seen_in_a_run_that_ended_early_is_unknown() {
         let e = Expectations {
             phases: Some(crate::spec::PhaseExpectation {
-                seen: vec!["volume-attached".into()],
+                seen: vec![Phase::from_name("volume-attached").unwrap()],
                 not_seen: vec![],
             }),
             ..Default::default()
