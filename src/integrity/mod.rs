@@ -9,8 +9,10 @@
 //! no network: only the bytes it is given.
 
 pub mod check;
+mod model;
 mod outage;
 pub mod record;
+mod text;
 
 pub use outage::{write_outage, Outage};
 
