@@ -839,101 +839,25 @@ impl Steps {
     }
 
     async fn apply_remediation(&self, ns: &str, pod: &str, fault: &Injected) -> Result<(), String> {
-        let node = fault.node.as_str();
-        let remediation = &self.run.remediation;
-        let nodes: Api<Node> = Api::all(self.client.clone());
-        let jrec = |u: Undo| {
-            self.journal
-                .record(u)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+        let target = remediation::Target {
+            client: &self.client,
+            namespace: ns,
+            pod,
+            node: &fault.node,
+            fault_control: &fault.control,
+            controls: &self.controls,
         };
-        let detail = match remediation {
-            RemediationSpec::None | RemediationSpec::External => return Ok(()),
-            RemediationSpec::OutOfServiceTaint { fence, .. } => {
-                if *fence {
-                    // Make sure the node is really off before telling the cluster it is: through
-                    // the fault's own backend when it can power nodes off, else any that can.
-                    let mut caps = vec![fault.control.capability()];
-                    caps.extend(self.controls.iter().map(|c| c.capability()));
-                    let power = faults::choose_fence(&caps, 0)
-                        .map(|i| match i {
-                            0 => fault.control.clone(),
-                            i => self.controls[i - 1].clone(),
-                        })
-                        .map_err(|e| format!("fence {node}: {e}"))?;
-                    jrec(Undo::HealFault {
-                        backend: power.backend(),
-                        fault: FaultKind::NodeShutdown,
-                        node: node.into(),
-                    })?;
-                    faults::fence(power.as_ref(), node)
-                        .await
-                        .map_err(|e| format!("fence {node}: {e}"))?;
-                    self.note(format!(
-                        "fenced: {node} powered off through {} and confirmed off",
-                        power.backend().as_str()
-                    ));
-                }
-                jrec(Undo::RemoveTaint {
-                    node: node.into(),
-                    key: OUT_OF_SERVICE_KEY.into(),
-                })?;
-                remediation::add_out_of_service_taint(&nodes, node)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                format!(
-                    "{OUT_OF_SERVICE_KEY}={}:NoExecute",
-                    remediation::OUT_OF_SERVICE_VALUE
-                )
-            }
-            RemediationSpec::ForceDeletePod { .. } => {
-                let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-                remediation::force_delete_pod(&pods, pod)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                format!("pod {pod} deleted with grace period 0")
-            }
-            RemediationSpec::DeleteNode { .. } => {
-                let Some(obj) = remediation::get_node(&nodes, node)
-                    .await
-                    .map_err(|e| e.to_string())?
-                else {
-                    return Ok(());
-                };
-                let object = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
-                jrec(Undo::RestoreNode {
-                    node: node.into(),
-                    object,
-                })?;
-                remediation::delete_node(&nodes, node)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                format!("Node {node} deleted")
-            }
-            RemediationSpec::DeleteVolumeattachment { .. } => {
-                let pods: Api<Pod> = Api::namespaced(self.client.clone(), ns);
-                remediation::force_delete_pod(&pods, pod)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let deleted = remediation::delete_volume_attachments(&self.client, ns, node)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if deleted.is_empty() {
-                    format!("pod {pod} deleted with grace period 0; no VolumeAttachment of its volumes on {node} to delete")
-                } else {
-                    format!(
-                        "pod {pod} deleted with grace period 0; VolumeAttachment {} on {node} deleted",
-                        deleted.join(", ")
-                    )
-                }
-            }
-        };
-        self.recorder.record(EventKind::RemediationApplied {
-            remediation: remediation.name().into(),
-            node: node.into(),
-            detail,
-        });
+        let applied = remediation::apply(&self.run.remediation, &target, &self.journal, |n| {
+            self.note(n)
+        })
+        .await?;
+        if let Some(detail) = applied {
+            self.recorder.record(EventKind::RemediationApplied {
+                remediation: self.run.remediation.name().into(),
+                node: fault.node.clone(),
+                detail,
+            });
+        }
         Ok(())
     }
 

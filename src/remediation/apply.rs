@@ -1,0 +1,122 @@
+//! Carrying out a remediation (effectful): the dispatch from the experiment's remediation to
+//! the API calls (and, for a fenced taint, the power-off), each undo journaled before its
+//! action. The runner decides when; this decides how.
+
+use super::{
+    add_out_of_service_taint, delete_node, delete_volume_attachments, force_delete_pod, get_node,
+    OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE,
+};
+use crate::faults::{self, NodeControl};
+use crate::journal::{Journal, Undo};
+use crate::spec::{FaultKind, RemediationSpec};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use std::sync::Arc;
+
+/// What a remediation acts on.
+pub struct Target<'a> {
+    pub client: &'a kube::Client,
+    /// The workload's namespace and its pod on the dead node.
+    pub namespace: &'a str,
+    pub pod: &'a str,
+    pub node: &'a str,
+    /// The backend that applied the fault (it fences, when it can power nodes off).
+    pub fault_control: &'a Arc<dyn NodeControl>,
+    /// Every backend of the invocation.
+    pub controls: &'a [Arc<dyn NodeControl>],
+}
+
+/// Carries out `remediation` on `target`, journaling each undo first. Returns what was done
+/// (for the `remediation-applied` event), or `None` when there was nothing to do (no
+/// remediation, an external one, a Node already gone). `note` records what the run should
+/// know on the way (a confirmed fence).
+pub async fn apply(
+    remediation: &RemediationSpec,
+    target: &Target<'_>,
+    journal: &Journal,
+    note: impl Fn(String),
+) -> Result<Option<String>, String> {
+    let Target {
+        client,
+        namespace: ns,
+        pod,
+        node,
+        ..
+    } = *target;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let jrec = |u: Undo| journal.record(u).map(|_| ()).map_err(|e| e.to_string());
+    let detail = match remediation {
+        RemediationSpec::None | RemediationSpec::External => return Ok(None),
+        RemediationSpec::OutOfServiceTaint { fence, .. } => {
+            if *fence {
+                // Make sure the node is really off before telling the cluster it is: through
+                // the fault's own backend when it can power nodes off, else any that can.
+                let mut caps = vec![target.fault_control.capability()];
+                caps.extend(target.controls.iter().map(|c| c.capability()));
+                let power = faults::choose_fence(&caps, 0)
+                    .map(|i| match i {
+                        0 => target.fault_control.clone(),
+                        i => target.controls[i - 1].clone(),
+                    })
+                    .map_err(|e| format!("fence {node}: {e}"))?;
+                jrec(Undo::HealFault {
+                    backend: power.backend(),
+                    fault: FaultKind::NodeShutdown,
+                    node: node.into(),
+                })?;
+                faults::fence(power.as_ref(), node)
+                    .await
+                    .map_err(|e| format!("fence {node}: {e}"))?;
+                note(format!(
+                    "fenced: {node} powered off through {} and confirmed off",
+                    power.backend().as_str()
+                ));
+            }
+            jrec(Undo::RemoveTaint {
+                node: node.into(),
+                key: OUT_OF_SERVICE_KEY.into(),
+            })?;
+            add_out_of_service_taint(&nodes, node)
+                .await
+                .map_err(|e| e.to_string())?;
+            format!("{OUT_OF_SERVICE_KEY}={OUT_OF_SERVICE_VALUE}:NoExecute")
+        }
+        RemediationSpec::ForceDeletePod { .. } => {
+            let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+            force_delete_pod(&pods, pod)
+                .await
+                .map_err(|e| e.to_string())?;
+            format!("pod {pod} deleted with grace period 0")
+        }
+        RemediationSpec::DeleteNode { .. } => {
+            let Some(obj) = get_node(&nodes, node).await.map_err(|e| e.to_string())? else {
+                return Ok(None);
+            };
+            let object = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
+            jrec(Undo::RestoreNode {
+                node: node.into(),
+                object,
+            })?;
+            delete_node(&nodes, node).await.map_err(|e| e.to_string())?;
+            format!("Node {node} deleted")
+        }
+        RemediationSpec::DeleteVolumeattachment { .. } => {
+            let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+            force_delete_pod(&pods, pod)
+                .await
+                .map_err(|e| e.to_string())?;
+            let deleted = delete_volume_attachments(client, ns, node)
+                .await
+                .map_err(|e| e.to_string())?;
+            if deleted.is_empty() {
+                format!("pod {pod} deleted with grace period 0; no VolumeAttachment of its volumes on {node} to delete")
+            } else {
+                format!(
+                    "pod {pod} deleted with grace period 0; VolumeAttachment {} on {node} deleted",
+                    deleted.join(", ")
+                )
+            }
+        }
+    };
+    Ok(Some(detail))
+}
