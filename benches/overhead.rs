@@ -117,7 +117,7 @@ fn main() {
         for st in r["stagesMs"].as_array().into_iter().flatten() {
             let name = st["stage"].as_str().unwrap_or("?").to_string();
             let secs = s(&st["ms"]);
-            if name == nodedown::timeline::FAILOVER_STAGE {
+            if name == nodedown::timeline::FAILOVER_STAGE.name() {
                 failover += secs;
             }
             stages.entry(name).or_default().push(secs);

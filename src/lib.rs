@@ -14,6 +14,7 @@ pub mod spec;
 pub mod timeline;
 pub mod units;
 pub mod verdict;
+pub mod vocab;
 
 pub mod cli;
 pub mod cluster;

@@ -25,31 +25,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use std::time::SystemTime;
 
-/// Which backend carried out a fault; recorded with every journaled heal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Backend {
-    /// kind node containers through the Docker API.
-    #[default]
-    Docker,
-    /// The user's power commands.
-    PowerHooks,
-    /// `nodedown agent`, a privileged pod on the target node.
-    Agent,
-    /// The API server (pod faults: a graceful pod delete).
-    Api,
-}
-
-impl Backend {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Backend::Docker => "docker",
-            Backend::PowerHooks => "power-hooks",
-            Backend::Agent => "agent",
-            Backend::Api => "api",
-        }
-    }
-}
+pub use crate::vocab::Backend;
 
 /// What one backend can do: the faults it applies (and heals) and whether it shuts a node down
 /// cleanly. Plain data, so a plan is checked against it before anything is touched (and

@@ -85,7 +85,7 @@ pub fn run_result_with(
             storage_class: facts.map(|f| f.storage_class.clone()),
             provisioner: facts.and_then(|f| f.provisioner.clone()),
             attach_required: facts.and_then(|f| f.attach_required),
-            backend: timeline.backend.clone(),
+            backend: timeline.backend,
         }
     });
     let controller_counters = match (&timeline.counters_before, &timeline.counters_after) {
@@ -125,7 +125,7 @@ pub fn run_result_with(
             .stages
             .iter()
             .map(|(stage, ms)| StageTime {
-                stage: stage.clone(),
+                stage: *stage,
                 ms: *ms,
             })
             .collect(),
@@ -498,14 +498,16 @@ mod tests {
     fn harness_share_is_all_but_the_fault_stages() {
         let mut rep = fixtures::golden_report();
         let stages = |fault: u64| {
-            ["setup", "steady-state", FAILOVER_STAGE, "heal"]
-                .iter()
-                .zip([100, 3_000, fault, 6_000])
-                .map(|(s, ms)| StageTime {
-                    stage: s.to_string(),
-                    ms,
-                })
-                .collect::<Vec<_>>()
+            [
+                crate::timeline::Stage::Setup,
+                crate::timeline::Stage::SteadyState,
+                FAILOVER_STAGE,
+                crate::timeline::Stage::Heal,
+            ]
+            .iter()
+            .zip([100, 3_000, fault, 6_000])
+            .map(|(s, ms)| StageTime { stage: *s, ms })
+            .collect::<Vec<_>>()
         };
         rep.experiments[0].runs[0].stages_ms = stages(30_000);
         rep.experiments[0].runs[1].stages_ms = stages(20_000);

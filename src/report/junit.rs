@@ -169,7 +169,7 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
                 "env.attach-required",
                 env.attach_required.map(|a| a.to_string()),
             ),
-            ("env.backend", env.backend.clone()),
+            ("env.backend", env.backend.map(|b| b.to_string())),
         ];
         for (name, value) in fields {
             if let Some(v) = value {

@@ -316,14 +316,14 @@ fn wall_time(runs: &[RunResult]) -> Option<String> {
     if timed.is_empty() {
         return None;
     }
-    let mut order: Vec<&str> = Vec::new();
-    let mut sums: std::collections::BTreeMap<&str, u64> = Default::default();
+    let mut order: Vec<crate::timeline::Stage> = Vec::new();
+    let mut sums: std::collections::BTreeMap<crate::timeline::Stage, u64> = Default::default();
     for r in &timed {
         for s in &r.stages_ms {
-            if !order.contains(&s.stage.as_str()) {
-                order.push(&s.stage);
+            if !order.contains(&s.stage) {
+                order.push(s.stage);
             }
-            *sums.entry(&s.stage).or_default() += s.ms;
+            *sums.entry(s.stage).or_default() += s.ms;
         }
     }
     let total: u64 = timed.iter().map(|r| r.duration_ms).sum();

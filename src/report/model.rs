@@ -177,7 +177,7 @@ pub struct RunResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StageTime {
-    pub stage: String,
+    pub stage: crate::timeline::Stage,
     pub ms: u64,
 }
 
@@ -217,9 +217,9 @@ pub struct Environment {
     /// The CSIDriver's `attachRequired` (absent: not a CSI driver).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attach_required: Option<bool>,
-    /// The node-control backend that applied the fault: docker, power-hooks or agent.
+    /// The node-control backend that applied the fault: docker, power-hooks, agent or api.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backend: Option<String>,
+    pub backend: Option<crate::vocab::Backend>,
 }
 
 /// What the integrity checker concluded about a run's ledger.

@@ -145,7 +145,7 @@ impl Healer {
                 });
                 wait_node_ready(&nodes, node, self.node_timeout).await?;
                 note(EventKind::FaultHealed {
-                    fault: fault.as_str().into(),
+                    fault: *fault,
                     node: node.clone(),
                 });
                 Ok(())

@@ -253,7 +253,7 @@ pub async fn run_one(
     };
     // Heal whatever is pending, whatever happened; the watchers keep recording meanwhile.
     recorder.record(EventKind::Stage {
-        stage: "heal".into(),
+        stage: crate::timeline::Stage::Heal,
     });
     progress.step("healing: nodes back, taints removed, run objects deleted");
     let (_, heal_errors) = healer(env, run.timeouts.heal)
@@ -371,10 +371,10 @@ impl Watch {
 impl Steps {
     /// The run, as the experiment reads.
     async fn execute(&self) -> Result<(), String> {
-        self.stage("setup");
+        self.stage(crate::timeline::Stage::Setup);
         self.preflight().await?;
         let (workload, mut watch, acks) = self.setup().await?;
-        self.stage("steady-state");
+        self.stage(crate::timeline::Stage::SteadyState);
         let steady = self
             .steady_state(&mut watch, &workload, acks.as_ref())
             .await?;
@@ -393,16 +393,14 @@ impl Steps {
                 .await;
         }
         if let Some(acks) = acks {
-            self.stage("collect");
+            self.stage(crate::timeline::Stage::Collect);
             self.collect_ledger(&workload, &watch, &steady, acks).await;
         }
         Ok(())
     }
 
-    fn stage(&self, stage: &str) {
-        self.recorder.record(EventKind::Stage {
-            stage: stage.into(),
-        });
+    fn stage(&self, stage: crate::timeline::Stage) {
+        self.recorder.record(EventKind::Stage { stage });
     }
 
     /// Records kube-controller-manager's counters (which path freed the volume and the pod);
@@ -682,7 +680,7 @@ impl Steps {
             })
             .map_err(|e| format!("journal: {e}"))?;
         self.recorder.record(EventKind::FaultInjecting {
-            fault: kind.as_str().into(),
+            fault: kind,
             node: node.clone(),
         });
         let effect = control
@@ -692,10 +690,10 @@ impl Steps {
         let returned_ms = self.recorder.elapsed_ms();
         self.recorder.record_at(
             EventKind::FaultInjected {
-                fault: kind.as_str().into(),
+                fault: kind,
                 node: node.clone(),
                 basis: effect.basis,
-                backend: Some(control.backend().as_str().into()),
+                backend: Some(control.backend()),
                 returned_ms: Some(returned_ms),
             },
             Some(effect.at),
@@ -720,7 +718,7 @@ impl Steps {
                     Ok(()) => {
                         let _ = journal.healed(undo_id);
                         recorder.record(EventKind::FaultHealed {
-                            fault: kind.as_str().into(),
+                            fault: kind,
                             node,
                         });
                     }

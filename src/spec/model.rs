@@ -289,45 +289,7 @@ pub mod optional_duration {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultKind {
-    /// Power off: the node container is killed.
-    NodeShutdown,
-    /// The kubelet is stopped; the node's containers keep running (and writing).
-    KubeletStop,
-    /// The node is cut off from the control plane and the other nodes with iptables; its
-    /// containers keep running (and writing to local and host-shared storage).
-    NetworkPartition,
-    /// The whole node is frozen (on kind: the node container is paused), not dead; with
-    /// `duration` it thaws mid-run and its old pod resumes writing: the zombie writer.
-    NodeFreeze,
-    /// The workload's pod is deleted gracefully through the API; the node is fine. The
-    /// controller makes a new pod (a StatefulSet: same name, new uid).
-    PodDelete,
-    /// The workload pod's main container gets SIGKILL in the node's container runtime; the pod
-    /// and the node are fine. The kubelet restarts the container (same pod, new start time).
-    ContainerKill,
-}
-
-impl FaultKind {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            FaultKind::NodeShutdown => "node-shutdown",
-            FaultKind::KubeletStop => "kubelet-stop",
-            FaultKind::NetworkPartition => "network-partition",
-            FaultKind::NodeFreeze => "node-freeze",
-            FaultKind::PodDelete => "pod-delete",
-            FaultKind::ContainerKill => "container-kill",
-        }
-    }
-
-    /// The fault acts on the pod or its container, not on the node: nothing to remediate, and
-    /// the node never goes NotReady.
-    pub fn is_pod_fault(&self) -> bool {
-        matches!(self, FaultKind::PodDelete | FaultKind::ContainerKill)
-    }
-}
+pub use crate::vocab::FaultKind;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -108,9 +108,55 @@ pub struct Event {
     pub what: EventKind,
 }
 
+/// A stage of a run: where its wall time went.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    /// Namespace, volumes, the workload deployed.
+    Setup,
+    /// Waiting for the workload Running and Ready (and its first acknowledged write).
+    SteadyState,
+    /// The failover itself: inject, remediate, recover.
+    Fault,
+    /// Reading the ledger back after the failover.
+    Collect,
+    /// Undoing what the run did.
+    Heal,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Setup => "setup",
+            Stage::SteadyState => "steady-state",
+            Stage::Fault => "fault",
+            Stage::Collect => "collect",
+            Stage::Heal => "heal",
+        }
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The stage of a run that is the failover itself (fault to recovery: inject, remediate,
 /// recover); every other stage is the harness's own time.
-pub const FAILOVER_STAGE: &str = "fault";
+pub const FAILOVER_STAGE: Stage = Stage::Fault;
 
 /// Every kind of event. Serialized with an `event` tag in kebab-case, e.g.
 /// `{"at_ms":1200,"wall":"…","event":"node-ready","node":"w1","status":"False"}`.
@@ -148,24 +194,30 @@ pub enum EventKind {
         node: String,
     },
     /// The fault is about to be applied (its undo is already in the journal).
-    FaultInjecting { fault: String, node: String },
+    FaultInjecting {
+        fault: crate::vocab::FaultKind,
+        node: String,
+    },
     /// The fault took effect: time zero of the phases. `at_ms` is the best evidence of the
     /// effect (see `basis`), which can be earlier than the moment this line was written; the
     /// `fault-injecting` event before it and `returned_ms` bound it.
     FaultInjected {
-        fault: String,
+        fault: crate::vocab::FaultKind,
         node: String,
         #[serde(default = "default_basis")]
         basis: TimeZeroBasis,
         /// The node-control backend that applied it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        backend: Option<String>,
+        backend: Option<crate::vocab::Backend>,
         /// Run clock when the call that applied the fault returned.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         returned_ms: Option<u64>,
     },
     /// The fault was undone (e.g. the node container runs again).
-    FaultHealed { fault: String, node: String },
+    FaultHealed {
+        fault: crate::vocab::FaultKind,
+        node: String,
+    },
     /// A Node's Ready condition as observed (emitted when it changes).
     NodeReady {
         node: String,
@@ -272,7 +324,7 @@ pub enum EventKind {
     },
     /// The harness began a stage of the run: `setup`, `steady-state`, `fault` (inject,
     /// remediate, recover), `collect` (the ledger), `heal`. Where a run's wall time went.
-    Stage { stage: String },
+    Stage { stage: Stage },
     /// Free-form note from the harness (e.g. a step it took).
     Note { message: String },
     /// The run's observation ended (last line of a complete events.jsonl).

@@ -287,10 +287,10 @@ pub struct Timeline {
     /// Where the run happened (from the `cluster-facts` event).
     pub facts: Option<ClusterFacts>,
     /// The node-control backend that applied the fault.
-    pub backend: Option<String>,
+    pub backend: Option<crate::vocab::Backend>,
     /// Wall time per stage of the harness (`stage` events), in ms: each stage lasts until the
     /// next one begins or the run finishes. In the order they ran.
-    pub stages: Vec<(String, u64)>,
+    pub stages: Vec<(crate::timeline::Stage, u64)>,
     /// The field manager that put the out-of-service taint on the target node (first seen),
     /// when the API names it.
     pub out_of_service_by: Option<String>,
@@ -401,7 +401,7 @@ pub struct Tracker {
     closed: bool,
     last_at: u64,
     /// The open stage: its name and start.
-    stage: Option<(String, u64)>,
+    stage: Option<(crate::timeline::Stage, u64)>,
     /// The volumes of the run's claims (`claim-bound` events).
     volumes: std::collections::BTreeSet<String>,
 }
@@ -539,7 +539,7 @@ impl Tracker {
                 if let Some((name, from)) = self.stage.take() {
                     self.tl.stages.push((name, e.at_ms.saturating_sub(from)));
                 }
-                self.stage = Some((stage.clone(), e.at_ms));
+                self.stage = Some((*stage, e.at_ms));
             }
             EventKind::RunFinished { .. } => {
                 if let Some((name, from)) = self.stage.take() {
@@ -645,7 +645,7 @@ impl Tracker {
                 backend,
                 ..
             } => {
-                self.tl.backend = backend.clone();
+                self.tl.backend = *backend;
                 self.tl.fault_at_ms = Some(e.at_ms);
                 self.old_started = self
                     .tl
@@ -1034,7 +1034,7 @@ pub(crate) mod tests {
             ev(
                 100,
                 EventKind::FaultInjected {
-                    fault: "node-shutdown".into(),
+                    fault: crate::vocab::FaultKind::NodeShutdown,
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
                     backend: None,
@@ -1143,17 +1143,18 @@ pub(crate) mod tests {
     /// Synthetic: stage events as the runner records them; each stage lasts until the next.
     #[test]
     fn stages_last_until_the_next_one_or_the_end_of_the_run() {
-        let st = |at, s: &str| ev(at, EventKind::Stage { stage: s.into() });
+        use crate::timeline::Stage;
+        let st = |at, stage| ev(at, EventKind::Stage { stage });
         let events = vec![
-            st(0, "setup"),
-            st(1500, "steady-state"),
-            st(9000, "fault"),
-            st(40_000, "collect"),
-            st(43_000, "heal"),
+            st(0, Stage::Setup),
+            st(1500, Stage::SteadyState),
+            st(9000, Stage::Fault),
+            st(40_000, Stage::Collect),
+            st(43_000, Stage::Heal),
             ev(55_000, EventKind::RunFinished { error: None }),
         ];
         let tl = analyze(&events);
-        let got: Vec<(&str, u64)> = tl.stages.iter().map(|(s, ms)| (s.as_str(), *ms)).collect();
+        let got: Vec<(&str, u64)> = tl.stages.iter().map(|(s, ms)| (s.name(), *ms)).collect();
         assert_eq!(
             got,
             vec![
@@ -1193,7 +1194,7 @@ pub(crate) mod tests {
             ev(
                 100,
                 EventKind::FaultInjected {
-                    fault: "container-kill".into(),
+                    fault: crate::vocab::FaultKind::ContainerKill,
                     node: "w1".into(),
                     basis: TimeZeroBasis::CommandReturned,
                     backend: None,
@@ -1244,7 +1245,7 @@ pub(crate) mod tests {
             ev(
                 10,
                 EventKind::FaultInjected {
-                    fault: "node-shutdown".into(),
+                    fault: crate::vocab::FaultKind::NodeShutdown,
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
                     backend: None,
@@ -1283,7 +1284,7 @@ pub(crate) mod tests {
             ev(
                 10,
                 EventKind::FaultInjected {
-                    fault: "node-shutdown".into(),
+                    fault: crate::vocab::FaultKind::NodeShutdown,
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
                     backend: None,
@@ -1335,10 +1336,10 @@ pub(crate) mod tests {
         ev(
             at,
             EventKind::FaultInjected {
-                fault: "network-partition".into(),
+                fault: crate::vocab::FaultKind::NetworkPartition,
                 node: "w1".into(),
                 basis: TimeZeroBasis::CommandReturned,
-                backend: Some("agent".into()),
+                backend: Some(crate::vocab::Backend::Agent),
                 returned_ms: Some(at + 3),
             },
         )
@@ -1363,7 +1364,7 @@ pub(crate) mod tests {
             ev(
                 5,
                 EventKind::FaultInjecting {
-                    fault: "network-partition".into(),
+                    fault: crate::vocab::FaultKind::NetworkPartition,
                     node: "w1".into(),
                 },
             ),
@@ -1453,7 +1454,7 @@ pub(crate) mod tests {
             ev(
                 10,
                 EventKind::FaultInjected {
-                    fault: "node-shutdown".into(),
+                    fault: crate::vocab::FaultKind::NodeShutdown,
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
                     backend: None,
@@ -1481,7 +1482,7 @@ pub(crate) mod tests {
             ev(
                 10,
                 EventKind::FaultInjected {
-                    fault: "node-shutdown".into(),
+                    fault: crate::vocab::FaultKind::NodeShutdown,
                     node: "w1".into(),
                     basis: TimeZeroBasis::RequestReturned,
                     backend: None,
@@ -1595,7 +1596,7 @@ pub(crate) mod tests {
             e.push(ev(
                 10,
                 EventKind::FaultInjected {
-                    fault: "node-shutdown".into(),
+                    fault: crate::vocab::FaultKind::NodeShutdown,
                     node: "w3".into(),
                     basis: TimeZeroBasis::RequestReturned,
                     backend: None,
