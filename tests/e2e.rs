@@ -993,13 +993,30 @@ fn existing_cluster_by_kubeconfig_is_guarded_and_faulted_through_power_hooks() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains(&format!("--allow-context {ctx}")));
     assert!(!out.path().join("refused").exists(), "nothing written");
     assert!(nodedown_namespaces().is_empty(), "nothing created");
-    // --dry-run prints every action and touches nothing.
+    // --dry-run without power hooks: a node-shutdown has nothing to power the node off with,
+    // refused as the real run would be (exit 2, naming the flags).
     let dry = run_ok(nodedown().args([
         "run",
         "experiments/smoke.yaml",
         "--context",
         &ctx,
         "--dry-run",
+    ]));
+    assert_eq!(dry.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&dry.stderr).contains("give power hooks (--power-off"));
+    // With them, --dry-run prints every action and touches nothing.
+    let dry = run_ok(nodedown().args([
+        "run",
+        "experiments/smoke.yaml",
+        "--context",
+        &ctx,
+        "--dry-run",
+        "--power-off",
+        "docker kill {node}",
+        "--power-on",
+        "docker start {node}",
+        "--power-state",
+        "docker inspect -f '{{if .State.Running}}on{{else}}off{{end}}' {node}",
     ]));
     assert_eq!(dry.status.code(), Some(0));
     let text = String::from_utf8_lossy(&dry.stdout);

@@ -286,20 +286,21 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         error("--node-control power-hooks needs --power-off, --power-on and --power-state");
         return EXIT_BAD_INPUT;
     }
-    // What no backend of this invocation can do is refused here, before anything is touched
-    // (and said so by --dry-run), not found out in the middle of a failover.
+    // What no backend of this invocation can do is refused before anything is touched (and
+    // said so by --dry-run), not found out in the middle of a failover.
     let caps = crate::cluster::capabilities(&experiments, &cluster_opts);
     let not_run = unsupported(&runs, &caps, cluster_opts.node_control);
-    if !not_run.is_empty() && !args.skip_unsupported {
+    let refuse = |dry_run: bool| -> u8 {
         for n in &not_run {
             error(format!("{}: variant `{}`: {}", n.file, n.variant, n.reason));
         }
         error(format!(
-            "{} refused before anything was touched: give what is named above, or --skip-unsupported to run the other variants and report these as not run",
-            if not_run.len() == 1 { "1 variant" } else { "these variants" }
+            "{} refused before anything was touched{}: give what is named above, or --skip-unsupported to run the other variants and report these as not run",
+            if not_run.len() == 1 { "1 variant" } else { "these variants" },
+            if dry_run { " (dry run)" } else { "" }
         ));
-        return EXIT_BAD_INPUT;
-    }
+        EXIT_BAD_INPUT
+    };
     let runs: Vec<_> = runs
         .into_iter()
         .filter(|r| {
@@ -308,9 +309,20 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
                 .any(|n| n.experiment == r.experiment && n.variant == r.variant)
         })
         .collect();
-    if runs.is_empty() {
-        error("no run left: every variant needs something no backend here has (above)");
-        return EXIT_BAD_INPUT;
+    let refused = |dry_run: bool| -> Option<u8> {
+        if !not_run.is_empty() && !args.skip_unsupported {
+            return Some(refuse(dry_run));
+        }
+        if runs.is_empty() {
+            error("no run left: every variant needs something no backend here has");
+            return Some(EXIT_BAD_INPUT);
+        }
+        None
+    };
+    if args.dry_run {
+        if let Some(code) = refused(true) {
+            return code;
+        }
     }
     if args.dry_run {
         print!(
@@ -334,6 +346,10 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             error(e);
             return EXIT_BAD_INPUT;
         }
+    }
+    // After the guard: on an existing cluster, naming the context comes first.
+    if let Some(code) = refused(false) {
+        return code;
     }
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
