@@ -252,6 +252,49 @@ fn system_out(run: &RunResult) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    /// A variant `--skip-unsupported` left out: a skipped test case in its experiment's suite
+    /// (and a suite of its own for an experiment that did not run at all), saying why.
+    #[test]
+    fn variants_not_run_are_skipped_cases_with_the_reason() {
+        let mut report = crate::report::fixtures::golden_report();
+        let exp = report.experiments[0].name.clone();
+        report.not_run = vec![
+            crate::report::NotRun {
+                experiment: exp.clone(),
+                variant: "oos-taint-fenced".into(),
+                file: "experiments/x.yaml".into(),
+                reason: "no backend here can power nodes off".into(),
+            },
+            crate::report::NotRun {
+                experiment: "elsewhere".into(),
+                variant: "freeze".into(),
+                file: "experiments/y.yaml".into(),
+                reason: "only node containers reached through Docker can take it".into(),
+            },
+        ];
+        let xml = render(&report);
+        assert!(xml.contains("name=\"oos-taint-fenced\""), "{xml}");
+        assert!(
+            xml.contains("<skipped message=\"not run: no backend here can power nodes off\"/>"),
+            "{xml}"
+        );
+        assert!(xml.contains("<testsuite name=\"elsewhere\""), "{xml}");
+        let md = crate::report::markdown::render(&report);
+        assert!(md.contains("### Not run (2)"), "{md}");
+        assert!(
+            md.contains("- `elsewhere` / `freeze` (experiments/y.yaml): only node containers"),
+            "{md}"
+        );
+        let table = crate::report::table::render(&report, false);
+        assert!(
+            table.contains("not run: elsewhere/freeze: only node containers"),
+            "{table}"
+        );
+        let json = crate::report::json::to_string(&report);
+        assert!(json.contains("\"notRun\""), "{json}");
+    }
+
     use super::*;
     use crate::report::fixtures::{check_golden, golden_report};
 
