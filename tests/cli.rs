@@ -280,3 +280,49 @@ fn unsupported_variants_are_refused_before_anything_is_touched() {
         "{said}"
     );
 }
+
+/// One invocation runs on one cluster: an experiment that names another (its own kind config,
+/// here the one without the 6-minute force detach) is refused rather than measured on the
+/// wrong cluster; `--skip-unsupported` leaves it out and says why; naming the cluster on the
+/// command line runs everything there, as asked.
+#[test]
+fn an_experiment_naming_another_cluster_is_not_run_on_the_first_ones() {
+    let run = |extra: &[&str]| {
+        nodedown()
+            .args([
+                "run",
+                "experiments/smoke.yaml",
+                "experiments/attach-detach-no-force-detach.yaml",
+                "--dry-run",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("it names kind cluster nodedown-nfd")
+            && said.contains("run experiments/attach-detach-no-force-detach.yaml by itself"),
+        "{said}"
+    );
+    let skipped = run(&["--skip-unsupported"]);
+    let text = String::from_utf8_lossy(&skipped.stdout);
+    assert_eq!(skipped.status.code(), Some(0));
+    assert!(
+        text.contains("1 run(s)")
+            && text.contains(
+                "not run (--skip-unsupported): attach-detach-no-force-detach/force-delete-pod"
+            ),
+        "{text}"
+    );
+    let named = run(&["--cluster-name", "nodedown"]);
+    assert_eq!(
+        named.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&named.stderr)
+    );
+    assert!(String::from_utf8_lossy(&named.stdout).contains("3 run(s)"));
+}

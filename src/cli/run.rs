@@ -99,8 +99,9 @@ pub struct RunArgs {
     /// Print the plan and every action each run would take; touch nothing (no cluster needed).
     #[arg(long)]
     pub dry_run: bool,
-    /// Run the variants this invocation's backends can carry out and report the others as not
-    /// run (without it, a plan that needs what no backend has is refused with exit 2).
+    /// Run the variants this invocation can carry out and report the others as not run: those
+    /// that need what no backend has, and those of experiments that name another cluster
+    /// (without it, such a plan is refused with exit 2).
     #[arg(long)]
     pub skip_unsupported: bool,
     /// Run even on a degraded cluster (a node NotReady, an out-of-service taint already there,
@@ -289,7 +290,8 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     // What no backend of this invocation can do is refused before anything is touched (and
     // said so by --dry-run), not found out in the middle of a failover.
     let caps = crate::cluster::capabilities(&experiments, &cluster_opts);
-    let not_run = unsupported(&runs, &caps, cluster_opts.node_control);
+    let mut not_run = other_cluster(&runs, &cluster_opts);
+    not_run.extend(unsupported(&runs, &caps, cluster_opts.node_control));
     let refuse = |dry_run: bool| -> u8 {
         for n in &not_run {
             error(format!("{}: variant `{}`: {}", n.file, n.variant, n.reason));
@@ -702,6 +704,72 @@ impl Invocation<'_> {
         }
         interrupted
     }
+}
+
+/// The variants of experiments that name another cluster than the invocation's (the first
+/// experiment's, as `Env::prepare` chooses it): one invocation runs on one cluster, and such an
+/// experiment (e.g. one that needs a controller-manager flag of its own kind config) would
+/// measure the wrong cluster. None when the command line names the cluster itself
+/// (`--provider`, `--cluster-name`, `--kind-config`, `--k3d-config`, `--context`): then every
+/// experiment runs on that one, as asked.
+fn other_cluster(
+    runs: &[crate::plan::PlannedRun],
+    opts: &ClusterOptions,
+) -> Vec<crate::report::NotRun> {
+    if opts.provider.is_some()
+        || opts.cluster_name.is_some()
+        || opts.kind_config.is_some()
+        || opts.k3d_config.is_some()
+        || opts.context.is_some()
+    {
+        return vec![];
+    }
+    type Key = (crate::spec::Provider, String, Option<PathBuf>);
+    let key = |r: &crate::plan::PlannedRun| -> Key {
+        (
+            r.cluster.provider,
+            r.cluster.name.clone().unwrap_or_else(|| "nodedown".into()),
+            crate::spec::cluster_config_path(&r.file, &r.cluster)
+                .map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
+        )
+    };
+    let Some(first) = runs.first() else {
+        return vec![];
+    };
+    let want = key(first);
+    let describe = |(provider, name, config): &Key| {
+        format!(
+            "{} cluster {name}{}",
+            provider.as_str(),
+            config
+                .as_ref()
+                .map(|c| format!(" ({})", c.display()))
+                .unwrap_or_default()
+        )
+    };
+    let mut out: Vec<crate::report::NotRun> = Vec::new();
+    for run in runs {
+        let got = key(run);
+        if got == want
+            || out
+                .iter()
+                .any(|n| n.experiment == run.experiment && n.variant == run.variant)
+        {
+            continue;
+        }
+        out.push(crate::report::NotRun {
+            experiment: run.experiment.clone(),
+            variant: run.variant.clone(),
+            file: run.file.display().to_string(),
+            reason: format!(
+                "it names {}, but this invocation runs on {}, the first experiment's: one invocation uses one cluster; run {} by itself",
+                describe(&got),
+                describe(&want),
+                run.file.display()
+            ),
+        });
+    }
+    out
 }
 
 /// The variants no backend of this invocation can carry out, once each, with why.
