@@ -10,6 +10,17 @@ use std::time::{Duration, Instant};
 
 static CLUSTER: Mutex<()> = Mutex::new(());
 
+/// A temporary directory for a test's output; kept after the test when `NODEDOWN_E2E_KEEP` is
+/// set (scripts/test sets it, so a failure in CI leaves its run directories to look at, named
+/// `nodedown-e2e-*` in the temp dir).
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("nodedown-e2e-")
+        .disable_cleanup(std::env::var_os("NODEDOWN_E2E_KEEP").is_some())
+        .tempdir()
+        .unwrap()
+}
+
 fn cluster_name() -> String {
     std::env::var("NODEDOWN_TEST_CLUSTER").unwrap_or_else(|_| "nodedown".into())
 }
@@ -144,7 +155,7 @@ fn node_shutdown_experiment_compares_four_remediations() {
         "delete-node",
     ];
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let dir = out.path().join("run");
     // An independent observer of the same runs: Docker's own event stream.
     let mut docker_events = Command::new("docker")
@@ -350,7 +361,7 @@ fn run_dir(dir: &Path, variant: &str) -> PathBuf {
 #[test]
 fn sigint_during_the_fault_heals_the_cluster() {
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let dir = out.path().join("run");
     // Three runs in three lanes, each with its node down when the signal comes.
     let mut child = spawn_run(&dir, &LANED);
@@ -426,7 +437,7 @@ fn sigint_during_the_fault_heals_the_cluster() {
 #[test]
 fn sigkill_then_cleanup_heals_the_cluster() {
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let dir = out.path().join("run");
     let mut child = spawn_run(&dir, &LANED);
     let rd = run_dir(&dir, "out-of-service-taint");
@@ -508,7 +519,7 @@ fn sigkill_then_cleanup_heals_the_cluster() {
 fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
     use std::io::BufRead;
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let mut child = nodedown()
         .args([
             "run",
@@ -557,7 +568,7 @@ fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
 fn a_failed_session_write_deletes_the_cluster_it_created() {
     let _g = lock_cluster();
     let name = "nd-session-fail";
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let dir = out.path().join("run");
     std::fs::create_dir_all(dir.join("session.json")).unwrap();
     // A one-node cluster from the fast profile (its kubeadm patches: no CoreDNS offline).
@@ -609,7 +620,7 @@ fn a_failed_session_write_deletes_the_cluster_it_created() {
 #[test]
 fn an_unsupported_variant_is_refused_on_an_existing_cluster_before_anything_is_touched() {
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let before = nodedown_namespaces();
     let res = nodedown()
         .args([
@@ -641,7 +652,7 @@ fn an_unsupported_variant_is_refused_on_an_existing_cluster_before_anything_is_t
 #[test]
 fn a_lock_taken_away_mid_run_stops_heals_and_exits_3() {
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let dir = out.path().join("run");
     let mut child = spawn_run(&dir, &["out-of-service-taint"]);
     let rd = run_dir(&dir, "out-of-service-taint");
@@ -687,7 +698,7 @@ fn run_experiment(
     nodedown::report::Report,
     tempfile::TempDir,
 ) {
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let dir = out.path().join("run");
     let mut cmd = nodedown();
     cmd.args(["run", file, "--cluster-name", &cluster_name(), "--out"])
@@ -801,7 +812,7 @@ fn exported_image() -> String {
     static IMAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     IMAGE
         .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = tempdir();
             let archive = dir.path().join("image.tar");
             let export = run_ok(nodedown().args(["image", "export"]).arg(&archive));
             assert_eq!(export.status.code(), Some(0));
@@ -850,7 +861,7 @@ fn foreign(cmd: &mut Command) -> &mut Command {
 #[test]
 fn agent_faults_give_the_same_verdicts_as_docker() {
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let dir = out.path().join("np");
     let res = run_ok(
         foreign(nodedown().args([
@@ -925,7 +936,7 @@ fn agent_faults_give_the_same_verdicts_as_docker() {
 #[test]
 fn a_partition_heals_itself_when_its_lease_ends() {
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let dir = out.path().join("run");
     let mut child = foreign(nodedown().args([
         "run",
@@ -981,7 +992,7 @@ fn a_partition_heals_itself_when_its_lease_ends() {
 #[test]
 fn existing_cluster_by_kubeconfig_is_guarded_and_faulted_through_power_hooks() {
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let ctx = context();
     // Without --allow-context: exit 2, nothing written, nothing created.
     let refused = run_ok(
@@ -1314,7 +1325,7 @@ fn read_write_many_attaches_to_a_second_node_at_once() {
 #[test]
 fn an_external_remediator_is_named_by_its_field_manager() {
     let _g = lock_cluster();
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = tempdir();
     let file = tmp.path().join("external.yaml");
     std::fs::write(
         &file,
@@ -1380,7 +1391,7 @@ fn an_external_remediator_is_named_by_its_field_manager() {
 #[test]
 fn sigkill_during_a_freeze_then_cleanup_thaws_the_node() {
     let _g = lock_cluster();
-    let out = tempfile::tempdir().unwrap();
+    let out = tempdir();
     let dir = out.path().join("run");
     let mut child = nodedown()
         .args([
