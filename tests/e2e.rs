@@ -519,6 +519,56 @@ fn sigkill_then_cleanup_heals_the_cluster() {
 fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
     use std::io::BufRead;
     let _g = lock_cluster();
+    // A run namespace that stays Terminating until this test lets it go (a finalizer of the
+    // test's own), so the final wait lasts as long as the test needs, whatever the cluster's
+    // pace (a smoke run's own namespace can be gone before a signal arrives).
+    let hold = format!("nd-e2e-hold-{}", std::process::id());
+    let kubectl = |args: &[&str], stdin: Option<&str>| {
+        let mut c = Command::new("kubectl");
+        c.args(["--context", &context()]).args(args);
+        if stdin.is_some() {
+            c.stdin(Stdio::piped());
+        }
+        let mut child = c.stdout(Stdio::null()).spawn().unwrap();
+        if let Some(text) = stdin {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+        }
+        assert!(child.wait().unwrap().success(), "kubectl {args:?}");
+    };
+    kubectl(
+        &["apply", "-f", "-"],
+        Some(&format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {hold}\n  labels: {{{}: e2e-hold}}\n  finalizers: [nodedown.dev/e2e-hold]\n",
+            nodedown::workload::RUN_LABEL
+        )),
+    );
+    kubectl(&["delete", "namespace", &hold, "--wait=false"], None);
+    struct Release<'a>(&'a dyn Fn());
+    impl Drop for Release<'_> {
+        fn drop(&mut self) {
+            (self.0)()
+        }
+    }
+    let release = || {
+        let _ = Command::new("kubectl")
+            .args([
+                "--context",
+                &context(),
+                "patch",
+                "namespace",
+                &hold,
+                "--type=merge",
+            ])
+            .args(["-p", r#"{"metadata":{"finalizers":null}}"#])
+            .output();
+    };
+    let _release = Release(&release);
     let out = tempdir();
     let mut child = nodedown()
         .args([
@@ -555,6 +605,7 @@ fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
         "{rest:?}"
     );
     assert!(unhealthy_nodes().is_empty(), "the cluster is whole");
+    release();
     wait_until(
         Duration::from_secs(90),
         || nodedown_namespaces().is_empty(),
