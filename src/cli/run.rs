@@ -292,17 +292,6 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     let caps = crate::cluster::capabilities(&experiments, &cluster_opts);
     let mut not_run = other_cluster(&runs, &cluster_opts);
     not_run.extend(unsupported(&runs, &caps, cluster_opts.node_control));
-    let refuse = |dry_run: bool| -> u8 {
-        for n in &not_run {
-            error(format!("{}: variant `{}`: {}", n.file, n.variant, n.reason));
-        }
-        error(format!(
-            "{} refused before anything was touched{}: give what is named above, or --skip-unsupported to run the other variants and report these as not run",
-            if not_run.len() == 1 { "1 variant" } else { "these variants" },
-            if dry_run { " (dry run)" } else { "" }
-        ));
-        EXIT_BAD_INPUT
-    };
     let runs: Vec<_> = runs
         .into_iter()
         .filter(|r| {
@@ -311,9 +300,19 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
                 .any(|n| n.experiment == r.experiment && n.variant == r.variant)
         })
         .collect();
+    // The exit code when the plan is refused: a variant not run without --skip-unsupported, or
+    // nothing left to run.
     let refused = |dry_run: bool| -> Option<u8> {
         if !not_run.is_empty() && !args.skip_unsupported {
-            return Some(refuse(dry_run));
+            for n in &not_run {
+                error(format!("{}: variant `{}`: {}", n.file, n.variant, n.reason));
+            }
+            error(format!(
+                "{} refused before anything was touched{}: give what is named above, or --skip-unsupported to run the other variants and report these as not run",
+                if not_run.len() == 1 { "1 variant" } else { "these variants" },
+                if dry_run { " (dry run)" } else { "" }
+            ));
+            return Some(EXIT_BAD_INPUT);
         }
         if runs.is_empty() {
             error("no run left: every variant needs something no backend here has");
@@ -325,8 +324,6 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         if let Some(code) = refused(true) {
             return code;
         }
-    }
-    if args.dry_run {
         print!(
             "{}",
             dry_run_text(
@@ -747,29 +744,17 @@ fn other_cluster(
                 .unwrap_or_default()
         )
     };
-    let mut out: Vec<crate::report::NotRun> = Vec::new();
-    for run in runs {
+    not_run_where(runs, |run| {
         let got = key(run);
-        if got == want
-            || out
-                .iter()
-                .any(|n| n.experiment == run.experiment && n.variant == run.variant)
-        {
-            continue;
-        }
-        out.push(crate::report::NotRun {
-            experiment: run.experiment.clone(),
-            variant: run.variant.clone(),
-            file: run.file.display().to_string(),
-            reason: format!(
+        (got != want).then(|| {
+            format!(
                 "it names {}, but this invocation runs on {}, the first experiment's: one invocation uses one cluster; run {} by itself",
                 describe(&got),
                 describe(&want),
                 run.file.display()
-            ),
-        });
-    }
-    out
+            )
+        })
+    })
 }
 
 /// The variants no backend of this invocation can carry out, once each, with why.
@@ -777,6 +762,14 @@ fn unsupported(
     runs: &[crate::plan::PlannedRun],
     caps: &[crate::faults::Capability],
     only: Option<crate::faults::Backend>,
+) -> Vec<crate::report::NotRun> {
+    not_run_where(runs, |run| runner::cannot_run(run, caps, only))
+}
+
+/// The variants (each once, whatever its repetitions) that `reason` gives a reason not to run.
+fn not_run_where(
+    runs: &[crate::plan::PlannedRun],
+    reason: impl Fn(&crate::plan::PlannedRun) -> Option<String>,
 ) -> Vec<crate::report::NotRun> {
     let mut out: Vec<crate::report::NotRun> = Vec::new();
     for run in runs {
@@ -786,7 +779,7 @@ fn unsupported(
         {
             continue;
         }
-        if let Some(reason) = runner::cannot_run(run, caps, only) {
+        if let Some(reason) = reason(run) {
             out.push(crate::report::NotRun {
                 experiment: run.experiment.clone(),
                 variant: run.variant.clone(),
