@@ -83,12 +83,8 @@ impl Tolerances {
             .chain([WRITE_OUTAGE])
             .collect();
         if !known.contains(&metric) {
-            let closest = known
-                .iter()
-                .map(|k| (strsim::levenshtein(metric, k), *k))
-                .min()
-                .filter(|(d, _)| *d <= 3)
-                .map(|(_, k)| format!(" (did you mean `{k}`?)"))
+            let closest = crate::spec::closest(metric, &known)
+                .map(|k| format!(" (did you mean `{k}`?)"))
                 .unwrap_or_default();
             return Err(format!(
                 "`{metric}` is not a metric compare knows{closest}; the metrics: {}",

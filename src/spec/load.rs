@@ -659,18 +659,16 @@ fn quote_list(items: &[&str]) -> String {
         .join(", ")
 }
 
-/// The allowed word closest to a misspelt one, if it is close enough to be a typo.
-fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+/// The allowed word closest to a misspelt one, if it is close enough to be a typo (the one
+/// "did you mean" rule of nodedown's messages).
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    let word_lower = word.to_lowercase();
     let best = candidates
         .iter()
-        .map(|c| (edit_distance(word, c), *c))
+        .map(|c| (strsim::levenshtein(&word_lower, &c.to_lowercase()), *c))
         .min_by_key(|(d, _)| *d)?;
     let limit = if word.chars().count() <= 3 { 1 } else { 2 };
     (best.0 > 0 && best.0 <= limit).then_some(best.1)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    strsim::levenshtein(&a.to_lowercase(), &b.to_lowercase())
 }
 
 /// A line to show for a field, e.g. `after: 30s`. Variants use the experiment's examples.
