@@ -96,15 +96,8 @@ fn the_action_runs_the_smoke_experiment_and_reports_through_its_outputs() {
             )
         });
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let tail: String = stdout
-        .lines()
-        .rev()
-        .take(60)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join("\n");
+    let all: Vec<&str> = stdout.lines().collect();
+    let tail = all[all.len().saturating_sub(60)..].join("\n");
     assert!(
         out.status.success(),
         "act failed ({}):\n{tail}\n{}",

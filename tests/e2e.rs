@@ -48,15 +48,34 @@ fn run_ok(cmd: &mut Command) -> Output {
     out
 }
 
-fn kubectl_json(args: &[&str]) -> serde_json::Value {
-    let out = Command::new("kubectl")
-        .arg("--context")
-        .arg(context())
-        .args(args)
-        .arg("-o")
-        .arg("json")
-        .output()
+/// `kubectl --context <the test cluster> ARGS`, with `stdin` fed to it when given.
+fn kubectl(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut c = Command::new("kubectl");
+    c.args(["--context", &context()]).args(args);
+    c.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("kubectl");
+    if let Some(text) = stdin {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn kubectl_json(args: &[&str]) -> serde_json::Value {
+    let out = kubectl(&[args, &["-o", "json"]].concat(), None);
     assert!(
         out.status.success(),
         "kubectl {args:?}: {}",
@@ -401,18 +420,7 @@ fn sigint_during_the_fault_heals_the_cluster() {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted exit code");
-    let lease = Command::new("kubectl")
-        .args([
-            "--context",
-            &context(),
-            "-n",
-            "default",
-            "get",
-            "lease",
-            "nodedown",
-        ])
-        .output()
-        .unwrap();
+    let lease = kubectl(&["-n", "default", "get", "lease", "nodedown"], None);
     assert!(
         !lease.status.success(),
         "the lock (Lease default/nodedown) released on the way out"
@@ -523,32 +531,16 @@ fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
     // test's own), so the final wait lasts as long as the test needs, whatever the cluster's
     // pace (a smoke run's own namespace can be gone before a signal arrives).
     let hold = format!("nd-e2e-hold-{}", std::process::id());
-    let kubectl = |args: &[&str], stdin: Option<&str>| {
-        let mut c = Command::new("kubectl");
-        c.args(["--context", &context()]).args(args);
-        if stdin.is_some() {
-            c.stdin(Stdio::piped());
-        }
-        let mut child = c.stdout(Stdio::null()).spawn().unwrap();
-        if let Some(text) = stdin {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(text.as_bytes())
-                .unwrap();
-        }
-        assert!(child.wait().unwrap().success(), "kubectl {args:?}");
-    };
-    kubectl(
+    let made = kubectl(
         &["apply", "-f", "-"],
         Some(&format!(
             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {hold}\n  labels: {{{}: e2e-hold}}\n  finalizers: [nodedown.dev/e2e-hold]\n",
             nodedown::workload::RUN_LABEL
         )),
     );
-    kubectl(&["delete", "namespace", &hold, "--wait=false"], None);
+    assert!(made.status.success(), "{made:?}");
+    let deleted = kubectl(&["delete", "namespace", &hold, "--wait=false"], None);
+    assert!(deleted.status.success(), "{deleted:?}");
     struct Release<'a>(&'a dyn Fn());
     impl Drop for Release<'_> {
         fn drop(&mut self) {
@@ -556,17 +548,17 @@ fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
         }
     }
     let release = || {
-        let _ = Command::new("kubectl")
-            .args([
-                "--context",
-                &context(),
+        let _ = kubectl(
+            &[
                 "patch",
                 "namespace",
                 &hold,
                 "--type=merge",
-            ])
-            .args(["-p", r#"{"metadata":{"finalizers":null}}"#])
-            .output();
+                "-p",
+                r#"{"metadata":{"finalizers":null}}"#,
+            ],
+            None,
+        );
     };
     let _release = Release(&release);
     let out = tempdir();
@@ -712,18 +704,7 @@ fn a_lock_taken_away_mid_run_stops_heals_and_exits_3() {
         || events_contain(&rd, "\"fault-injected\""),
         "the fault injected",
     );
-    let deleted = Command::new("kubectl")
-        .args([
-            "--context",
-            &context(),
-            "-n",
-            "default",
-            "delete",
-            "lease",
-            "nodedown",
-        ])
-        .output()
-        .unwrap();
+    let deleted = kubectl(&["-n", "default", "delete", "lease", "nodedown"], None);
     assert!(deleted.status.success(), "{deleted:?}");
     let status = child.wait().unwrap();
     assert_eq!(

@@ -22,7 +22,7 @@ pub struct Target<'a> {
     pub node: &'a str,
     /// The backend that applied the fault (it fences, when it can power nodes off).
     pub fault_control: &'a Arc<dyn NodeControl>,
-    /// Every backend of the invocation.
+    /// Every backend of the invocation (the fault's among them).
     pub controls: &'a [Arc<dyn NodeControl>],
 }
 
@@ -51,13 +51,14 @@ pub async fn apply(
             if *fence {
                 // Make sure the node is really off before telling the cluster it is: through
                 // the fault's own backend when it can power nodes off, else any that can.
-                let mut caps = vec![target.fault_control.capability()];
-                caps.extend(target.controls.iter().map(|c| c.capability()));
-                let power = faults::choose_fence(&caps, 0)
-                    .map(|i| match i {
-                        0 => target.fault_control.clone(),
-                        i => target.controls[i - 1].clone(),
-                    })
+                let caps: Vec<_> = target.controls.iter().map(|c| c.capability()).collect();
+                let own = target
+                    .controls
+                    .iter()
+                    .position(|c| Arc::ptr_eq(c, target.fault_control))
+                    .unwrap_or(usize::MAX);
+                let power = faults::choose_fence(&caps, own)
+                    .map(|i| target.controls[i].clone())
                     .map_err(|e| format!("fence {node}: {e}"))?;
                 jrec(Undo::HealFault {
                     backend: power.backend(),
