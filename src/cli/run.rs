@@ -436,7 +436,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             out.display()
         );
     }
-    if let Some(runner::Stop::LockLost(why)) = interrupt.signal() {
+    if let Some(runner::Stop::LockLost(why)) = interrupt.first() {
         error(format!(
             "the cluster lock was lost ({why}): the runs stopped and healed"
         ));
@@ -695,7 +695,7 @@ impl Invocation<'_> {
                 }
                 Err(e) => error(format!("run {id}: {e}")),
             }
-            if self.interrupt.signal().is_some() {
+            if self.interrupt.first().is_some() {
                 interrupted = true;
             }
         }

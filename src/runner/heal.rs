@@ -43,22 +43,6 @@ impl Healer {
         journal: &Journal,
         recorder: Option<&Recorder>,
     ) -> (usize, Vec<HealError>) {
-        let ((healed_nodes, mut errors), (healed_objects, object_errors)) = tokio::join!(
-            self.heal_track(journal, Track::Nodes, recorder),
-            self.heal_track(journal, Track::RunObjects, recorder)
-        );
-        errors.extend(object_errors);
-        (healed_nodes + healed_objects, errors)
-    }
-
-    /// Heals what is pending in `journal` in one track, one action after the other, in heal
-    /// order; keeps going after a failure.
-    async fn heal_track(
-        &self,
-        journal: &Journal,
-        track: Track,
-        recorder: Option<&Recorder>,
-    ) -> (usize, Vec<HealError>) {
         let pending = match journal.pending() {
             Ok(p) => p,
             Err(e) => {
@@ -71,25 +55,43 @@ impl Healer {
                 );
             }
         };
-        let mut errors = Vec::new();
-        let mut healed = 0;
-        // A line that cannot be read is a failure of the heal, named once (in the node track,
-        // whatever it recorded).
-        if track == Track::Nodes {
-            for bad in &pending.unreadable {
+        // A line that cannot be read is a failure of the heal, whatever it recorded.
+        let mut errors: Vec<HealError> = pending
+            .unreadable
+            .iter()
+            .map(|bad| {
                 let detail = crate::journal::describe_unreadable(bad);
                 tracing::error!("{}: {detail}", journal.path().display());
-                errors.push(HealError {
+                HealError {
                     undo: "journal".into(),
                     detail,
-                });
-            }
-        }
-        for (id, undo) in pending
+                }
+            })
+            .collect();
+        let (nodes, objects): (Vec<_>, Vec<_>) = pending
             .actions
             .into_iter()
-            .filter(|(_, u)| u.track() == track)
-        {
+            .partition(|(_, u)| u.track() == Track::Nodes);
+        let ((healed_nodes, node_errors), (healed_objects, object_errors)) = tokio::join!(
+            self.heal_track(journal, nodes, recorder),
+            self.heal_track(journal, objects, recorder)
+        );
+        errors.extend(node_errors);
+        errors.extend(object_errors);
+        (healed_nodes + healed_objects, errors)
+    }
+
+    /// Heals one track's actions, one after the other, in heal order; keeps going after a
+    /// failure.
+    async fn heal_track(
+        &self,
+        journal: &Journal,
+        actions: Vec<(u64, Undo)>,
+        recorder: Option<&Recorder>,
+    ) -> (usize, Vec<HealError>) {
+        let mut errors = Vec::new();
+        let mut healed = 0;
+        for (id, undo) in actions {
             match self.heal(&undo, recorder).await {
                 Ok(()) => {
                     healed += 1;

@@ -168,8 +168,8 @@ impl Interrupt {
         });
     }
 
-    /// The first stop, if one came.
-    pub fn signal(&self) -> Option<Stop> {
+    /// The first stop (a signal or the lost lock), if one came.
+    pub fn first(&self) -> Option<Stop> {
         self.rx.borrow().1.clone()
     }
 
