@@ -71,6 +71,8 @@ pub const AGENT_NODE_LABEL: &str = "nodedown.dev/agent-node";
 pub const LEASE_ANNOTATION: &str = "nodedown.dev/lease-until-ms";
 /// How long the agent pod may take to be Ready.
 const AGENT_READY_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a new agent waits for the namespace of the previous agent on its node to go.
+const AGENT_NAMESPACE_GONE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The harness side.
 pub struct AgentNodeControl {
@@ -173,10 +175,36 @@ impl AgentNodeControl {
             "metadata": {"name": ns, "labels": {AGENT_NODE_LABEL: node}}
         }))
         .expect("valid Namespace");
-        match namespaces.create(&PostParams::default(), &ns_obj).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.is_already_exists() => {}
-            Err(e) => return Err(err(node, format!("create namespace {ns}: {e}"))),
+        // The agent of an earlier fault on this node (another run's, a moment ago) may still be
+        // going: its namespace takes no new objects while it terminates, so wait it out.
+        let deadline = tokio::time::Instant::now() + AGENT_NAMESPACE_GONE_TIMEOUT;
+        loop {
+            match namespaces.create(&PostParams::default(), &ns_obj).await {
+                Ok(_) => break,
+                Err(kube::Error::Api(e)) if e.is_already_exists() => {}
+                Err(e) => return Err(err(node, format!("create namespace {ns}: {e}"))),
+            }
+            let existing = namespaces
+                .get_opt(&ns)
+                .await
+                .map_err(|e| err(node, format!("read namespace {ns}: {e}")))?;
+            match existing {
+                Some(n) if n.metadata.deletion_timestamp.is_some() => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(err(
+                            node,
+                            format!(
+                                "the agent namespace {ns} of an earlier fault is still terminating after {}",
+                                crate::units::fmt_duration(AGENT_NAMESPACE_GONE_TIMEOUT)
+                            ),
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                // Live: reuse it. Gone since: create it again.
+                Some(_) => break,
+                None => {}
+            }
         }
         let ds: Api<DaemonSet> = Api::namespaced(self.client.clone(), &ns);
         match ds
