@@ -6,7 +6,11 @@
 //! <out>/session.json  order.txt  invocation.json  results.json  junit.xml  summary.md
 //! <out>/<experiment>/<variant>/<rep>/run.json  events.jsonl  journal.jsonl
 //!                                   acks.jsonl  ledger/ledger.bin
+//!                                   instances/<instance>/acks.jsonl  …/ledger/ledger.bin
 //! ```
+//!
+//! A run of one instance keeps its ledger evidence in the run directory itself; a fleet's
+//! instances each keep theirs under `instances/<name>/` ([`instance_dir`]).
 
 use crate::integrity::{Ack, IntegrityReport};
 use crate::plan::PlannedRun;
@@ -72,6 +76,31 @@ pub fn load_invocation(out: &Path) -> Option<InvocationTimes> {
 
 /// Ledger evidence of a run: the checker's report and the acknowledgements observed.
 pub type LedgerEvidence = (IntegrityReport, Vec<Ack>);
+
+/// Where the ledger evidence of instance `name` of a run with `instances` instances lives:
+/// the run directory for one instance, `instances/<name>/` in a fleet.
+pub fn instance_dir(run_dir: &Path, instances: usize, name: &str) -> PathBuf {
+    if instances <= 1 {
+        run_dir.to_path_buf()
+    } else {
+        run_dir.join("instances").join(name)
+    }
+}
+
+/// The ledger evidence of every instance of `run` that has some, by instance name.
+pub fn load_ledgers(
+    dir: &Path,
+    run: &PlannedRun,
+) -> Result<crate::report::assemble::Ledgers, StoreError> {
+    let names = crate::spec::instance_names(&run.workload);
+    let mut out = crate::report::assemble::Ledgers::new();
+    for name in &names {
+        if let Some(evidence) = load_ledger(&instance_dir(dir, names.len(), name))? {
+            out.insert(name.clone(), evidence);
+        }
+    }
+    Ok(out)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -174,13 +203,13 @@ pub fn load_ledger(dir: &Path) -> Result<Option<LedgerEvidence>, StoreError> {
 #[allow(clippy::type_complexity)]
 pub fn load_all(
     out: &Path,
-) -> Result<Vec<(PlannedRun, Vec<Event>, Option<LedgerEvidence>)>, StoreError> {
+) -> Result<Vec<(PlannedRun, Vec<Event>, crate::report::assemble::Ledgers)>, StoreError> {
     run_dirs(out)
         .into_iter()
         .map(|dir| {
             let (run, events) = load_run(&dir)?;
-            let ledger = load_ledger(&dir)?;
-            Ok((run, events, ledger))
+            let ledgers = load_ledgers(&dir, &run)?;
+            Ok((run, events, ledgers))
         })
         .collect()
 }

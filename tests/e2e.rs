@@ -1478,3 +1478,115 @@ fn sigkill_during_a_freeze_then_cleanup_thaws_the_node() {
         "run namespace deleted",
     );
 }
+
+/// A fleet of 10 ledgers on one node, on attaching storage: with the taint every instance
+/// comes back, each with its own phases and its own integrity verdict, and the run names the
+/// slowest; a force-delete leaves every instance on a Multi-Attach error. Each instance
+/// started on the target node (its own `workload-ready` event says so).
+#[test]
+fn a_fleet_on_one_node_recovers_instance_by_instance() {
+    let _g = lock_cluster();
+    let (status, report, out) = run_experiment(
+        "experiments/fleet.yaml",
+        &["oos-taint-10", "force-delete-10-first-minute"],
+    );
+    let runs = &report.experiments[0].runs;
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "both meet their expectations: {runs:#?}"
+    );
+    let oos = runs.iter().find(|r| r.variant == "oos-taint-10").unwrap();
+    assert_eq!(oos.instances.len(), 10);
+    let fleet = oos.fleet.as_ref().expect("fleet metrics");
+    assert_eq!((fleet.instances, fleet.recovered), (10, 10));
+    let all = fleet.time_to_all_ready_ms.expect("time-to-all-ready");
+    let slowest = fleet.slowest_instance.clone().expect("slowest named");
+    let target = oos.target_node.clone().expect("target node");
+    let mut ready = Vec::new();
+    for i in &oos.instances {
+        assert_eq!(
+            i.start_node.as_deref(),
+            Some(target.as_str()),
+            "{} started on the target",
+            i.name
+        );
+        assert_ne!(
+            i.replacement_node.as_deref(),
+            Some(target.as_str()),
+            "{}",
+            i.name
+        );
+        let integrity = i
+            .integrity
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: no integrity", i.name));
+        assert_eq!(
+            integrity.verdict,
+            nodedown::report::Verdict::Pass,
+            "{}: {}",
+            i.name,
+            integrity.summary
+        );
+        assert!(integrity.acknowledged > 0, "{}: acks of its own", i.name);
+        for m in ["time-to-detach", "time-to-attach", "time-to-ready"] {
+            assert!(
+                i.metrics.contains_key(m),
+                "{}: {m} in {:?}",
+                i.name,
+                i.metrics
+            );
+        }
+        ready.push((i.metrics["time-to-ready"], i.name.clone()));
+    }
+    let (max, last) = ready.iter().max_by_key(|(ms, _)| *ms).unwrap();
+    assert_eq!(all, *max, "time-to-all-ready is the last instance's Ready");
+    assert_eq!(
+        oos.metrics["time-to-ready"], all,
+        "the run's time-to-ready is the fleet's"
+    );
+    assert_eq!(
+        ready.iter().find(|(ms, _)| ms == max).unwrap().1,
+        slowest,
+        "the slowest named ({last})"
+    );
+    let integrity = oos.integrity.as_ref().expect("fleet integrity");
+    assert!(
+        integrity.summary.starts_with("10 of 10 instances pass"),
+        "{}",
+        integrity.summary
+    );
+    // Each instance's evidence in its own directory.
+    let dir = out.path().join("run/fleet/oos-taint-10/1/instances");
+    for i in &oos.instances {
+        assert!(
+            dir.join(&i.name).join("ledger/ledger.bin").is_file(),
+            "{}",
+            i.name
+        );
+        assert!(dir.join(&i.name).join("acks.jsonl").is_file(), "{}", i.name);
+    }
+    let summary = std::fs::read_to_string(out.path().join("run/summary.md")).unwrap();
+    assert!(
+        summary.contains("10 instances, 10 recovered, all Ready after"),
+        "{summary}"
+    );
+
+    let fd = runs
+        .iter()
+        .find(|r| r.variant == "force-delete-10-first-minute")
+        .unwrap();
+    for i in &fd.instances {
+        assert!(
+            i.phases
+                .iter()
+                .any(|p| p.name.name() == "multi-attach-error"),
+            "{}: {:?}",
+            i.name,
+            i.phases
+        );
+    }
+    assert_eq!(fd.fleet.as_ref().unwrap().recovered, 0);
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the runs");
+    assert!(nodedown_namespaces().is_empty(), "run namespaces gone");
+}

@@ -3,7 +3,7 @@
 //! here: these are the golden inputs of the pure core.
 
 use nodedown::report::{json, RunResult};
-use nodedown::timeline::{analyze, Metric, Phase};
+use nodedown::timeline::{analyze, analyze_fleet, slowest, Metric, Phase};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -65,7 +65,13 @@ fn tracker_phases_equal_the_stored_phases() {
         let report = stored(&dir);
         for run_dir in nodedown::store::run_dirs(&dir) {
             let (planned, events) = nodedown::store::load_run(&run_dir).unwrap();
-            let tl = analyze(&events);
+            // The run's phases: its one instance's, or a fleet's slowest instance's.
+            let names = nodedown::spec::instance_names(&planned.workload);
+            let timelines = analyze_fleet(names, &events);
+            let tl = &timelines[slowest(&timelines).unwrap()].1;
+            if timelines.len() == 1 {
+                assert_eq!(*tl, analyze(&events), "one instance reads every event");
+            }
             let got: Vec<(String, u64, Option<u64>)> = tl
                 .phases
                 .iter()
@@ -387,5 +393,154 @@ fn a_parallel_recording_marks_cluster_wide_counters_shared_and_keeps_podgc_per_n
             );
         }
         assert_eq!(r.lane_nodes.len(), 2, "{id}");
+    }
+}
+
+/// The fleet recording (`fleet/`: ten ledgers on one node on attaching storage, the taint, and
+/// a force-delete for a minute, in two lanes): each instance's phases are its own — its pod,
+/// its volume's VolumeAttachments on the target node, its Multi-Attach error — and the run names
+/// the instance that was Ready last.
+#[test]
+fn a_fleet_recording_attributes_each_instance_its_own_objects() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/fleet");
+    let report = stored(&dir);
+    let oos = run(&report, "fleet/oos-taint-10/1");
+    let run_dir = dir.join("fleet/oos-taint-10/1");
+    let (_, events) = nodedown::store::load_run(&run_dir).unwrap();
+    let fault_at = events
+        .iter()
+        .find(|e| matches!(e.what, nodedown::timeline::EventKind::FaultInjected { .. }))
+        .unwrap()
+        .at_ms;
+    let ns = oos.instances.len();
+    assert_eq!(ns, 10);
+    let target = oos.target_node.clone().unwrap();
+    for i in &oos.instances {
+        assert_eq!(i.pod.as_deref(), Some(format!("{}-0", i.name).as_str()));
+        assert_eq!(i.start_node.as_deref(), Some(target.as_str()), "{}", i.name);
+        // Its volume-detached is the first detach of its own volume on the target node.
+        let own = format!("-data-{}-0", i.name);
+        let detach = events
+            .iter()
+            .filter(|e| e.at_ms >= fault_at)
+            .find_map(|e| match &e.what {
+                nodedown::timeline::EventKind::VolumeAttachment {
+                    node,
+                    pv: Some(pv),
+                    attached: false,
+                    ..
+                }
+                | nodedown::timeline::EventKind::VolumeAttachmentDeleted {
+                    node,
+                    pv: Some(pv),
+                    ..
+                } if *node == target && pv.ends_with(&own) => Some(e.at_ms - fault_at),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{}: no detach of its volume", i.name));
+        let at = |name: &str| {
+            i.phases
+                .iter()
+                .find(|p| p.name.name() == name)
+                .map(|p| p.at_ms)
+        };
+        assert_eq!(at("volume-detached"), Some(detach), "{}", i.name);
+    }
+    // Ten volumes detached at ten different moments: no instance took another's.
+    let mut detaches: Vec<u64> = oos
+        .instances
+        .iter()
+        .map(|i| i.metrics["time-to-detach"])
+        .collect();
+    detaches.sort();
+    detaches.dedup();
+    assert!(detaches.len() > 1, "{detaches:?}");
+    let fleet = oos.fleet.as_ref().unwrap();
+    let last = oos
+        .instances
+        .iter()
+        .max_by_key(|i| i.metrics["time-to-ready"])
+        .unwrap();
+    assert_eq!(fleet.slowest_instance.as_deref(), Some(last.name.as_str()));
+    assert_eq!(
+        fleet.time_to_all_ready_ms,
+        Some(last.metrics["time-to-ready"])
+    );
+    assert_eq!(oos.metrics["time-to-ready"], last.metrics["time-to-ready"]);
+    let fd = run(&report, "fleet/force-delete-10-first-minute/1");
+    for i in &fd.instances {
+        assert!(
+            i.phases
+                .iter()
+                .any(|p| p.name.name() == "multi-attach-error"),
+            "{}: its own Multi-Attach error",
+            i.name
+        );
+    }
+}
+
+/// One instance's ledger cut short (a copy of the fleet recording, altered here: the records
+/// after the first 20 of `ledger-i3` removed, as if lost) fails the run's integrity and names
+/// that instance; the other nine still pass.
+#[test]
+fn a_lost_write_in_one_instance_fails_the_fleet_and_names_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/fleet");
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("fleet");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(&src)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let ledger = copy.join("fleet/oos-taint-10/1/instances/ledger-i3/ledger/ledger.bin");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&ledger)
+        .unwrap();
+    f.set_len(20 * 256).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
+        .args(["report", "--format", "json"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let oos = run(&report, "fleet/oos-taint-10/1");
+    assert_eq!(oos.verdict, nodedown::report::Verdict::Fail);
+    let integrity = oos
+        .expectations
+        .iter()
+        .find(|e| e.name == "integrity")
+        .unwrap();
+    assert_eq!(integrity.verdict, nodedown::report::Verdict::Fail);
+    assert_eq!(integrity.actual, "lost-writes (ledger-i3)", "{integrity:?}");
+    assert!(
+        integrity.evidence.starts_with("9 of 10 instances met it"),
+        "{}",
+        integrity.evidence
+    );
+    let whole = oos.integrity.as_ref().unwrap();
+    assert!(whole.lost_acknowledged > 0);
+    assert!(
+        whole
+            .summary
+            .starts_with("9 of 10 instances pass; ledger-i3:"),
+        "{}",
+        whole.summary
+    );
+    for i in &oos.instances {
+        let want = if i.name == "ledger-i3" {
+            nodedown::report::Verdict::Fail
+        } else {
+            nodedown::report::Verdict::Pass
+        };
+        assert_eq!(i.verdict, want, "{}", i.name);
     }
 }

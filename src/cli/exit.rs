@@ -85,6 +85,8 @@ mod tests {
             spec_hash: String::new(),
             integrity: None,
             controller_counters: None,
+            instances: vec![],
+            fleet: None,
         }
     }
 

@@ -16,9 +16,9 @@ use std::sync::Arc;
 /// What a remediation acts on.
 pub struct Target<'a> {
     pub client: &'a kube::Client,
-    /// The workload's namespace and its pod on the dead node.
+    /// The workload's namespace and its pods on the dead node (one per instance).
     pub namespace: &'a str,
-    pub pod: &'a str,
+    pub pods: &'a [String],
     pub node: &'a str,
     /// The backend that applied the fault (it fences, when it can power nodes off).
     pub fault_control: &'a Arc<dyn NodeControl>,
@@ -39,10 +39,26 @@ pub async fn apply(
     let Target {
         client,
         namespace: ns,
-        pod,
+        pods,
         node,
         ..
     } = *target;
+    let force_delete = || async {
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+        for pod in pods {
+            force_delete_pod(&api, pod)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Ok::<String, String>(match pods {
+            [one] => format!("pod {one} deleted with grace period 0"),
+            many => format!(
+                "{} pods deleted with grace period 0 ({})",
+                many.len(),
+                many.join(", ")
+            ),
+        })
+    };
     let nodes: Api<Node> = Api::all(client.clone());
     let jrec = |u: Undo| journal.record(u).map(|_| ()).map_err(|e| e.to_string());
     let detail = match remediation {
@@ -82,13 +98,7 @@ pub async fn apply(
                 .map_err(|e| e.to_string())?;
             format!("{OUT_OF_SERVICE_KEY}={OUT_OF_SERVICE_VALUE}:NoExecute")
         }
-        RemediationSpec::ForceDeletePod { .. } => {
-            let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-            force_delete_pod(&pods, pod)
-                .await
-                .map_err(|e| e.to_string())?;
-            format!("pod {pod} deleted with grace period 0")
-        }
+        RemediationSpec::ForceDeletePod { .. } => force_delete().await?,
         RemediationSpec::DeleteNode { .. } => {
             let Some(obj) = get_node(&nodes, node).await.map_err(|e| e.to_string())? else {
                 return Ok(None);
@@ -102,18 +112,15 @@ pub async fn apply(
             format!("Node {node} deleted")
         }
         RemediationSpec::DeleteVolumeattachment { .. } => {
-            let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-            force_delete_pod(&pods, pod)
-                .await
-                .map_err(|e| e.to_string())?;
+            let done = force_delete().await?;
             let deleted = delete_volume_attachments(client, ns, node)
                 .await
                 .map_err(|e| e.to_string())?;
             if deleted.is_empty() {
-                format!("pod {pod} deleted with grace period 0; no VolumeAttachment of its volumes on {node} to delete")
+                format!("{done}; no VolumeAttachment of its volumes on {node} to delete")
             } else {
                 format!(
-                    "pod {pod} deleted with grace period 0; VolumeAttachment {} on {node} deleted",
+                    "{done}; VolumeAttachment {} on {node} deleted",
                     deleted.join(", ")
                 )
             }

@@ -2,15 +2,15 @@
 //! `events.jsonl` (the [`Event`]s). Pure: everything is recomputed from these two.
 
 use super::{
-    CounterChangeResult, Environment, ExperimentResult, IntegrityResult, InvocationResult,
-    PhaseResult, Report, RunResult, StageTime, TimeZeroResult, VariantSummary, WriteOutage,
-    SCHEMA_VERSION,
+    CounterChangeResult, Environment, ExperimentResult, FleetMetricResult, FleetResult,
+    InstanceResult, IntegrityResult, InvocationResult, PhaseResult, PhaseWindowResult, Report,
+    RunResult, StageTime, TimeZeroResult, VariantSummary, WriteOutage, SCHEMA_VERSION,
 };
 use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
 use crate::store::InvocationTimes;
-use crate::timeline::{analyze, Event, EventKind, FAILOVER_STAGE};
-use crate::verdict::{combine, evaluate, evaluate_integrity};
+use crate::timeline::{analyze_fleet, fleet_metrics, slowest, Event, EventKind, FAILOVER_STAGE};
+use crate::verdict::{combine, combine_instances, evaluate, evaluate_integrity, Verdict};
 
 /// The error of a run whose events.jsonl has no `run-finished` line (the harness crashed or was
 /// killed while observing).
@@ -18,28 +18,33 @@ pub const NOT_FINISHED: &str = "run did not finish (no run-finished event)";
 
 /// The result of one run: its timeline, phases, metrics and verdict.
 pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
-    run_result_with(run, events, None)
+    run_result_with(run, events, &Ledgers::new())
 }
 
 /// Ledger evidence of a run: the checker's report and the acknowledgements observed.
 pub type LedgerEvidence = (IntegrityReport, Vec<Ack>);
 
-/// [`run_result`] with the run's ledger evidence, when it has any.
-pub fn run_result_with(
+/// The ledger evidence of a run's instances, by instance name (`spec::instance_names`);
+/// an instance without evidence is absent.
+pub type Ledgers = std::collections::BTreeMap<String, LedgerEvidence>;
+
+/// One instance's reading: its timeline, expectations, write outage and integrity.
+struct InstanceParts {
+    name: String,
+    timeline: crate::timeline::Timeline,
+    expectations: Vec<crate::verdict::ExpectationResult>,
+    outage: Option<WriteOutage>,
+    integrity: Option<IntegrityResult>,
+}
+
+fn instance_parts(
     run: &PlannedRun,
-    events: &[Event],
+    name: String,
+    timeline: crate::timeline::Timeline,
     ledger: Option<&LedgerEvidence>,
-) -> RunResult {
-    let timeline = analyze(events);
-    let finished = events.iter().rev().find_map(|e| match &e.what {
-        EventKind::RunFinished { error } => Some(error.clone()),
-        _ => None,
-    });
-    let error = match finished {
-        Some(error) => error,
-        None => Some(NOT_FINISHED.to_string()),
-    };
-    let (mut expectations, _) = evaluate(run, &timeline, error.as_deref());
+    error: Option<&str>,
+) -> InstanceParts {
+    let (mut expectations, _) = evaluate(run, &timeline, error);
     let outage = match (ledger, timeline.fault_at_ms) {
         (Some((_, acks)), Some(fault)) => write_outage(acks, fault).map(|o| (o, fault)),
         _ => None,
@@ -50,8 +55,7 @@ pub fn run_result_with(
         outage.map(|(o, _)| o.duration_ms()),
         ledger.map_or(0, |(_, a)| a.len()),
     ));
-    let verdict = combine(&expectations, error.is_some());
-    let write_outage = outage.map(|(o, fault)| WriteOutage {
+    let outage = outage.map(|(o, fault)| WriteOutage {
         duration_ms: o.duration_ms(),
         from_ms: o.from_ms as i64 - fault as i64,
         until_ms: o.until_ms as i64 - fault as i64,
@@ -67,6 +71,140 @@ pub fn run_result_with(
         split_brain: r.split_brain.detected,
         evidence: r.evidence(),
     });
+    InstanceParts {
+        name,
+        timeline,
+        expectations,
+        outage,
+        integrity,
+    }
+}
+
+/// A fleet's integrity: the instances' counts added up, the worst verdict (Fail over Unknown
+/// over Pass), the most writers any instance saw, and the evidence of the instances that did
+/// not pass, each named.
+fn fleet_integrity(parts: &[InstanceParts]) -> Option<IntegrityResult> {
+    let with: Vec<(&str, &IntegrityResult)> = parts
+        .iter()
+        .filter_map(|p| p.integrity.as_ref().map(|i| (p.name.as_str(), i)))
+        .collect();
+    if with.is_empty() {
+        return None;
+    }
+    let missing = parts.len() - with.len();
+    let worst = |v: Verdict| with.iter().any(|(_, i)| i.verdict == v);
+    let verdict = if worst(Verdict::Fail) {
+        Verdict::Fail
+    } else if worst(Verdict::Unknown) || missing > 0 {
+        Verdict::Unknown
+    } else {
+        Verdict::Pass
+    };
+    let not_passed: Vec<&(&str, &IntegrityResult)> = with
+        .iter()
+        .filter(|(_, i)| i.verdict != Verdict::Pass)
+        .collect();
+    let passed = with.len() - not_passed.len();
+    let mut summary = format!("{passed} of {} instances pass", parts.len());
+    if !not_passed.is_empty() {
+        let named: Vec<String> = not_passed
+            .iter()
+            .map(|(n, i)| format!("{n}: {}", i.summary))
+            .collect();
+        summary.push_str(&format!("; {}", named.join("; ")));
+    }
+    if missing > 0 {
+        summary.push_str(&format!("; {missing} without ledger evidence"));
+    }
+    let evidence = not_passed
+        .iter()
+        .map(|(n, i)| format!("[{n}]\n{}", i.evidence))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Some(IntegrityResult {
+        verdict,
+        summary,
+        records: with.iter().map(|(_, i)| i.records).sum(),
+        writers: with.iter().map(|(_, i)| i.writers).max().unwrap_or(0),
+        acknowledged: with.iter().map(|(_, i)| i.acknowledged).sum(),
+        lost_acknowledged: with.iter().map(|(_, i)| i.lost_acknowledged).sum(),
+        corrupt: with.iter().map(|(_, i)| i.corrupt).sum(),
+        split_brain: with.iter().any(|(_, i)| i.split_brain),
+        evidence,
+    })
+}
+
+fn phase_results(tl: &crate::timeline::Timeline) -> Vec<PhaseResult> {
+    tl.phases
+        .iter()
+        .map(|p| PhaseResult {
+            name: p.phase,
+            at_ms: p.at_ms,
+            since_ms: p.since_ms,
+        })
+        .collect()
+}
+
+/// [`run_result`] with the ledger evidence of the run's instances.
+pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) -> RunResult {
+    let finished = events.iter().rev().find_map(|e| match &e.what {
+        EventKind::RunFinished { error } => Some(error.clone()),
+        _ => None,
+    });
+    let error = match finished {
+        Some(error) => error,
+        None => Some(NOT_FINISHED.to_string()),
+    };
+    let names = crate::spec::instance_names(&run.workload);
+    let timelines = analyze_fleet(names, events);
+    let fleet = (timelines.len() > 1).then(|| fleet_metrics(&timelines));
+    let slowest = slowest(&timelines).unwrap_or(0);
+    let mut parts: Vec<InstanceParts> = timelines
+        .into_iter()
+        .map(|(name, tl)| {
+            let ledger = ledgers.get(&name);
+            instance_parts(run, name, tl, ledger, error.as_deref())
+        })
+        .collect();
+    let (timeline, expectations, write_outage, integrity, instances) = if parts.len() == 1 {
+        let one = parts.pop().expect("one instance");
+        (
+            one.timeline,
+            one.expectations,
+            one.outage,
+            one.integrity,
+            vec![],
+        )
+    } else {
+        let per: Vec<(&str, &[crate::verdict::ExpectationResult])> = parts
+            .iter()
+            .map(|p| (p.name.as_str(), p.expectations.as_slice()))
+            .collect();
+        let expectations = combine_instances(&per);
+        let integrity = fleet_integrity(&parts);
+        let outage = parts
+            .iter()
+            .filter_map(|p| p.outage.clone())
+            .max_by_key(|o| o.duration_ms);
+        let timeline = parts[slowest].timeline.clone();
+        let instances = parts
+            .into_iter()
+            .map(|p| InstanceResult {
+                verdict: combine(&p.expectations, error.is_some()),
+                pod: p.timeline.target_pod.clone(),
+                start_node: p.timeline.target_node.clone(),
+                replacement_node: p.timeline.replacement_node.clone(),
+                phases: phase_results(&p.timeline),
+                metrics: p.timeline.metrics(),
+                write_outage: p.outage,
+                expectations: p.expectations,
+                integrity: p.integrity,
+                name: p.name,
+            })
+            .collect();
+        (timeline, expectations, outage, integrity, instances)
+    };
+    let verdict = combine(&expectations, error.is_some());
     let duration_ms = match (events.first(), events.last()) {
         (Some(first), Some(last)) => last.at_ms.saturating_sub(first.at_ms),
         _ => 0,
@@ -138,15 +276,7 @@ pub fn run_result_with(
             requested_ms: z.requested_ms,
             returned_ms: z.returned_ms,
         }),
-        phases: timeline
-            .phases
-            .iter()
-            .map(|p| PhaseResult {
-                name: p.phase,
-                at_ms: p.at_ms,
-                since_ms: p.since_ms,
-            })
-            .collect(),
+        phases: phase_results(&timeline),
         metrics: timeline.metrics(),
         write_outage,
         expectations,
@@ -156,6 +286,36 @@ pub fn run_result_with(
         spec_hash: spec_hash(run),
         integrity,
         controller_counters,
+        instances,
+        fleet: fleet.map(|f| FleetResult {
+            instances: f.instances,
+            recovered: f.recovered,
+            time_to_all_ready_ms: f.time_to_all_ready,
+            slowest_instance: f.slowest,
+            metrics: f
+                .spreads
+                .into_iter()
+                .map(|s| FleetMetricResult {
+                    metric: s.metric.name().to_string(),
+                    count: s.count,
+                    p50_ms: s.p50,
+                    p90_ms: s.p90,
+                    max_ms: s.max,
+                    max_instance: s.max_instance,
+                })
+                .collect(),
+            windows: f
+                .windows
+                .into_iter()
+                .map(|w| PhaseWindowResult {
+                    phase: w.phase,
+                    count: w.count,
+                    first_ms: w.first_ms,
+                    last_ms: w.last_ms,
+                    per_second: w.per_second.map(|r| (r * 100.0).round() / 100.0),
+                })
+                .collect(),
+        }),
     }
 }
 
@@ -285,20 +445,19 @@ pub fn spec_hash(run: &PlannedRun) -> String {
 /// e.g. `0.1.0`; the report's `tool` is `nodedown <version>`.
 pub fn report(runs: Vec<(PlannedRun, Vec<Event>)>, tool_version: &str) -> Report {
     report_with(
-        runs.into_iter().map(|(r, e)| (r, e, None)).collect(),
+        runs.into_iter()
+            .map(|(r, e)| (r, e, Ledgers::new()))
+            .collect(),
         tool_version,
     )
 }
 
 /// [`report`] with each run's ledger evidence, when it has any.
-pub fn report_with(
-    runs: Vec<(PlannedRun, Vec<Event>, Option<LedgerEvidence>)>,
-    tool_version: &str,
-) -> Report {
+pub fn report_with(runs: Vec<(PlannedRun, Vec<Event>, Ledgers)>, tool_version: &str) -> Report {
     let mut experiments: Vec<ExperimentResult> = Vec::new();
     let mut windows = Vec::new();
-    for (run, events, ledger) in runs {
-        let result = run_result_with(&run, &events, ledger.as_ref());
+    for (run, events, ledgers) in runs {
+        let result = run_result_with(&run, &events, &ledgers);
         windows.push((run.id.clone(), counter_window(&events)));
         match experiments.iter_mut().find(|e| e.name == run.experiment) {
             Some(exp) => exp.runs.push(result),

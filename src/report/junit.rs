@@ -3,8 +3,10 @@
 //! - test case name `<variant>#<repetition>`, classname `<experiment>`, time = the run's
 //!   duration;
 //! - properties: `id`, `fault`, `remediation`, `verdict`, `profile`, `started`, `target-node`,
-//!   `replacement-node` when known, `lane` and `lane.nodes` in a parallel invocation, then `phase.<phase>` and `metric.<metric>` with values in
-//!   milliseconds from the fault;
+//!   `replacement-node` when known, `lane` and `lane.nodes` in a parallel invocation, for a
+//!   fleet `fleet.instances`, `fleet.recovered`, `fleet.time-to-all-ready` and
+//!   `fleet.slowest-instance`, then `phase.<phase>` and `metric.<metric>` with values in
+//!   milliseconds from the fault (a fleet's: its slowest instance's);
 //! - `Fail` → one `<failure>` (JUnit allows one status element per test case): its message
 //!   lists every failed expectation as `<name>: expected <expected>, got <actual>` (joined by
 //!   `; `), its text holds their evidence;
@@ -149,6 +151,16 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
     if let Some(lane) = run.lane {
         props.push(("lane".into(), lane.to_string()));
         props.push(("lane.nodes".into(), run.lane_nodes.join(",")));
+    }
+    if let Some(f) = &run.fleet {
+        props.push(("fleet.instances".into(), f.instances.to_string()));
+        props.push(("fleet.recovered".into(), f.recovered.to_string()));
+        if let Some(ms) = f.time_to_all_ready_ms {
+            props.push(("fleet.time-to-all-ready".into(), ms.to_string()));
+        }
+        if let Some(slowest) = &f.slowest_instance {
+            props.push(("fleet.slowest-instance".into(), slowest.clone()));
+        }
     }
     props.push(("spec-hash".into(), run.spec_hash.clone()));
     if let Some(env) = &run.environment {

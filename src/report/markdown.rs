@@ -270,6 +270,7 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
     }
 
     counters(out, &exp.runs);
+    fleets(out, &exp.runs);
     gantt(out, exp);
 
     let bad: Vec<&RunResult> = exp
@@ -443,6 +444,108 @@ fn counters(out: &mut String, runs: &[RunResult]) {
                 .join(", ")
         };
         let _ = writeln!(out, "- `{}`: {}", r.id, line(&text));
+    }
+}
+
+/// Fleet runs: how many instances came back, when the last did, the spread of time-to-ready
+/// and the worst instances (those that failed an expectation or did not recover, else the
+/// slowest three), so a run of 30 instances stays a few lines.
+fn fleets(out: &mut String, runs: &[RunResult]) {
+    let fleets: Vec<(&RunResult, &crate::report::FleetResult)> = runs
+        .iter()
+        .filter_map(|r| r.fleet.as_ref().map(|f| (r, f)))
+        .collect();
+    if fleets.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n**Fleets** (every instance its own StatefulSet, claim and ledger)\n"
+    );
+    for (r, f) in fleets {
+        let all = match f.time_to_all_ready_ms {
+            Some(ms) => format!("all Ready after {}", crate::units::fmt_ms(ms)),
+            None => "not all Ready".to_string(),
+        };
+        let spread = f
+            .metrics
+            .iter()
+            .find(|m| m.metric == Metric::TimeToReady.name())
+            .map(|m| {
+                format!(
+                    "; time-to-ready p50 {} · p90 {} · max {} ({})",
+                    crate::units::fmt_ms(m.p50_ms),
+                    crate::units::fmt_ms(m.p90_ms),
+                    crate::units::fmt_ms(m.max_ms),
+                    m.max_instance
+                )
+            })
+            .unwrap_or_default();
+        let mut worst: Vec<&crate::report::InstanceResult> = r
+            .instances
+            .iter()
+            .filter(|i| i.verdict != Verdict::Pass)
+            .collect();
+        let label = if worst.is_empty() {
+            let mut by_ready: Vec<&crate::report::InstanceResult> = r.instances.iter().collect();
+            by_ready.sort_by_key(|i| std::cmp::Reverse(i.metrics.get(Metric::TimeToReady.name())));
+            worst = by_ready.into_iter().take(3).collect();
+            "slowest"
+        } else {
+            "not passed"
+        };
+        let named: Vec<String> = worst
+            .iter()
+            .take(10)
+            .map(|i| {
+                let ready = i
+                    .metrics
+                    .get(Metric::TimeToReady.name())
+                    .map_or("not Ready".to_string(), |ms| crate::units::fmt_ms(*ms));
+                let integrity = i
+                    .integrity
+                    .as_ref()
+                    .map(|x| format!(", integrity {}", x.verdict.as_str()))
+                    .unwrap_or_default();
+                format!("{} {} ({ready}{integrity})", icon(i.verdict), i.name)
+            })
+            .collect();
+        let windows: Vec<String> = f
+            .windows
+            .iter()
+            .map(|w| {
+                let rate = w
+                    .per_second
+                    .map(|r| format!(", {r:.1}/s"))
+                    .unwrap_or_default();
+                format!(
+                    "{} ×{} {}–{}{rate}",
+                    w.phase.name(),
+                    w.count,
+                    crate::units::fmt_ms(w.first_ms),
+                    crate::units::fmt_ms(w.last_ms)
+                )
+            })
+            .collect();
+        let windows = if windows.is_empty() {
+            String::new()
+        } else {
+            format!("\n  - across instances: {}", windows.join(" · "))
+        };
+        let more = worst.len().saturating_sub(10);
+        let _ = writeln!(
+            out,
+            "- `{}`: {} instances, {} recovered, {all}{spread}; {label}: {}{}{windows}",
+            r.id,
+            f.instances,
+            f.recovered,
+            named.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
     }
 }
 

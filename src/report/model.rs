@@ -171,6 +171,90 @@ pub struct RunResult {
     /// and PodGC's force deletes. Absent when they could not be read both times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller_counters: Option<Vec<CounterChangeResult>>,
+    /// A fleet's instances (`workload.instances` > 1), in order, each with its own phases,
+    /// metrics, expectations and integrity. Then the run's own phases and metrics are its
+    /// slowest instance's (`fleet.slowestInstance`: one that did not recover, else the last
+    /// Ready), its expectations are met when every instance meets them, its `integrity` adds up
+    /// the instances' and its `writeOutage` is the longest. Absent for one instance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<InstanceResult>,
+    /// What a fleet's instances say together (absent for one instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetResult>,
+}
+
+/// One instance of a fleet: its own StatefulSet, claim and ledger.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceResult {
+    /// The instance's StatefulSet (`ledger`, `ledger-i1`, …).
+    pub name: String,
+    /// Its pod before the fault and the node it ran on (from its `workload-ready` event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement_node: Option<String>,
+    pub phases: Vec<PhaseResult>,
+    pub metrics: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_outage: Option<WriteOutage>,
+    pub expectations: Vec<ExpectationResult>,
+    pub verdict: Verdict,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<IntegrityResult>,
+}
+
+/// A fleet's metrics over its instances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetResult {
+    pub instances: usize,
+    /// How many recovered (a replacement Ready within the failover window).
+    pub recovered: usize,
+    /// From time zero until every instance was Ready again (`time-to-all-ready`): absent unless
+    /// every instance recovered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_to_all_ready_ms: Option<u64>,
+    /// The instance whose timeline is the run's: one that did not recover, else the last Ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest_instance: Option<String>,
+    /// Each metric over the instances that have it.
+    pub metrics: Vec<FleetMetricResult>,
+    /// When old pods were deleted, volumes detached and attached, replacements Ready across the
+    /// instances: the controllers' throughput.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<PhaseWindowResult>,
+}
+
+/// One phase across a fleet's instances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseWindowResult {
+    pub phase: crate::timeline::Phase,
+    /// How many instances had it (observed, not only seen after a watch gap).
+    pub count: usize,
+    pub first_ms: u64,
+    pub last_ms: u64,
+    /// Instances per second between the first and the last (`(count - 1) / (last - first)`);
+    /// absent with fewer than two or all in one millisecond.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_second: Option<f64>,
+}
+
+/// One metric over a fleet's instances (nearest-rank percentiles).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetMetricResult {
+    pub metric: String,
+    /// How many instances have it.
+    pub count: usize,
+    pub p50_ms: u64,
+    pub p90_ms: u64,
+    pub max_ms: u64,
+    /// The instance with the largest value.
+    pub max_instance: String,
 }
 
 /// The wall time of one stage of a run.

@@ -19,7 +19,7 @@ use crate::plan::{self, PlanOptions, PlannedRun};
 use crate::remediation::{self, OUT_OF_SERVICE_KEY};
 use crate::spec::{Experiment, FaultKind, RemediationSpec, WorkloadKind};
 use crate::store;
-use crate::timeline::{Event, EventKind, Phase, Tracker};
+use crate::timeline::{Event, EventKind, Fleet, Phase};
 use crate::units::fmt_duration;
 use crate::workload::{StorageAccess, Workload};
 pub use heal::wait_namespaces_gone;
@@ -323,11 +323,13 @@ struct Steps {
     lane: Option<Lane>,
 }
 
-/// The steady state a fault interrupts: the pod serving the workload and its node.
+/// The steady state a fault interrupts: the pod serving the workload (instance 0's) and its
+/// node, and every instance's pod there (a fleet's all start on that node).
 struct Steady {
     namespace: String,
     pod: String,
     node: String,
+    pods: Vec<String>,
 }
 
 /// The fault in effect.
@@ -339,26 +341,27 @@ struct Injected {
     ends: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// The runner's reading of the events: the same [`Tracker`] the reports use, fed in order.
+/// The runner's reading of the events: the same [`Fleet`] of trackers (one per instance) the
+/// reports use, fed in order.
 struct Watch {
     recorder: Arc<Recorder>,
-    tracker: Tracker,
+    fleet: Fleet,
     next: usize,
 }
 
 impl Watch {
-    /// Feeds the tracker until `done` holds (true) or `deadline` passes (false).
-    async fn until(&mut self, deadline: Instant, done: impl Fn(&Tracker) -> bool) -> bool {
+    /// Feeds the trackers until `done` holds (true) or `deadline` passes (false).
+    async fn until(&mut self, deadline: Instant, done: impl Fn(&Fleet) -> bool) -> bool {
         loop {
             let changed = self.recorder.changed();
             for e in self.recorder.since(self.next) {
                 self.next += 1;
-                self.tracker.observe(&e);
-                if done(&self.tracker) {
+                self.fleet.observe(&e);
+                if done(&self.fleet) {
                     return true;
                 }
             }
-            if done(&self.tracker) {
+            if done(&self.fleet) {
                 return true;
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {
@@ -374,9 +377,10 @@ impl Steps {
         self.stage(crate::timeline::Stage::Setup);
         self.preflight().await?;
         let (workload, mut watch, acks) = self.setup().await?;
+        let acks = (!acks.is_empty()).then_some(acks);
         self.stage(crate::timeline::Stage::SteadyState);
         let steady = self
-            .steady_state(&mut watch, &workload, acks.as_ref())
+            .steady_state(&mut watch, &workload, acks.as_deref())
             .await?;
         self.stage(crate::timeline::FAILOVER_STAGE);
         let mut fault = self.inject(&steady).await?;
@@ -394,7 +398,7 @@ impl Steps {
         }
         if let Some(acks) = acks {
             self.stage(crate::timeline::Stage::Collect);
-            self.collect_ledger(&workload, &watch, &steady, acks).await;
+            self.collect_ledgers(&workload, &watch, &steady, acks).await;
         }
         Ok(())
     }
@@ -477,8 +481,39 @@ impl Steps {
         }
     }
 
-    /// Setup: the workload deployed, its watchers recording, the ledger's acks polled.
-    async fn setup(&self) -> Result<(Workload, Watch, Option<observe::AckPoller>), String> {
+    /// A fleet's home node: the first of its lane, else the first schedulable worker by name.
+    async fn fleet_home(&self) -> Result<Option<String>, String> {
+        if self.run.workload.instances <= 1 {
+            return Ok(None);
+        }
+        if let Some(first) = self.lane.as_ref().and_then(|l| l.nodes.first()) {
+            return Ok(Some(first.clone()));
+        }
+        let list = Api::<Node>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("list nodes: {e}"))?;
+        let mut workers: Vec<String> = list
+            .items
+            .iter()
+            .filter(|n| {
+                !remediation::is_control_plane(n) && heal::degraded(&[(*n).clone()]).is_empty()
+            })
+            .filter(|n| {
+                !n.spec
+                    .as_ref()
+                    .and_then(|s| s.unschedulable)
+                    .unwrap_or(false)
+            })
+            .filter_map(|n| n.metadata.name.clone())
+            .collect();
+        workers.sort();
+        Ok(workers.into_iter().next())
+    }
+
+    /// Setup: the workload deployed, its watchers recording, each ledger's acks polled (one
+    /// poller per instance, in the order of the instances).
+    async fn setup(&self) -> Result<(Workload, Watch, Vec<observe::AckPoller>), String> {
         let workload = Workload {
             spec: self.run.workload.clone(),
             namespace: namespace_name(&self.run),
@@ -491,6 +526,7 @@ impl Steps {
                 .as_ref()
                 .map(|l| l.nodes.clone())
                 .unwrap_or_default(),
+            home: self.fleet_home().await?,
         };
         self.progress
             .step(&format!("setup: namespace {}", workload.namespace));
@@ -501,7 +537,7 @@ impl Steps {
         });
         let watch = Watch {
             recorder: self.recorder.clone(),
-            tracker: Tracker::new(),
+            fleet: Fleet::new(workload.instance_names()),
             next: 0,
         };
         let watchers = observe::spawn_watchers(
@@ -517,20 +553,27 @@ impl Steps {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .extend(watchers);
-        let acks = match self.run.workload.kind {
-            WorkloadKind::Ledger => Some(
-                observe::spawn_ack_poller(
-                    self.client.clone(),
-                    &workload.namespace,
-                    &workload.status_proxy(&self.run.fault.target.node_of),
-                    crate::workload::LEDGER_PORT,
-                    &self.dir.join(store::ACKS_FILE),
-                    self.recorder.clone(),
-                )
-                .map_err(|e| format!("creating {}: {e}", store::ACKS_FILE))?,
-            ),
-            WorkloadKind::Writer => None,
-        };
+        let mut acks = Vec::new();
+        if self.run.workload.kind == WorkloadKind::Ledger {
+            let names = workload.instance_names();
+            for name in &names {
+                let dir = store::instance_dir(&self.dir, names.len(), name);
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+                let target = self.instance_pod(name);
+                acks.push(
+                    observe::spawn_ack_poller(
+                        self.client.clone(),
+                        &workload.namespace,
+                        &workload.status_proxy(&target),
+                        crate::workload::LEDGER_PORT,
+                        &dir.join(store::ACKS_FILE),
+                        self.recorder.clone(),
+                    )
+                    .map_err(|e| format!("creating {}: {e}", store::ACKS_FILE))?,
+                );
+            }
+        }
         match crate::cluster::facts(&self.client, &self.run.workload.storage_class).await {
             Ok(facts) => {
                 self.recorder.record(EventKind::ClusterFacts(facts));
@@ -546,60 +589,103 @@ impl Steps {
         &self,
         watch: &mut Watch,
         workload: &Workload,
-        acks: Option<&observe::AckPoller>,
+        acks: Option<&[observe::AckPoller]>,
     ) -> Result<Steady, String> {
         let namespace = workload.namespace.as_str();
-        let target = self.run.fault.target.node_of.as_str();
-        // A StatefulSet's target pod by name; a Deployment's one pod, whatever its name.
-        let by_name = workload.target_pod(target);
-        let who = match by_name {
-            Some(name) => name.to_string(),
-            None => format!(
+        let names = workload.instance_names();
+        // A StatefulSet's target pod by name (each instance's); a Deployment's one pod,
+        // whatever its name.
+        let targets: Vec<String> = names.iter().map(|n| self.instance_pod(n)).collect();
+        let by_name: Vec<Option<&str>> = targets
+            .iter()
+            .map(|t| workload.target_pod(t.as_str()))
+            .collect();
+        let who = match (by_name.as_slice(), &workload.home) {
+            ([Some(name)], _) => name.to_string(),
+            ([None], _) => format!(
                 "the pod of Deployment {}",
                 crate::workload::app_name(self.run.workload.kind)
             ),
+            (_, Some(home)) => format!("{} pods (one per instance) on {home}", names.len()),
+            (_, None) => format!("{} pods (one per instance)", names.len()),
         };
         self.progress.step(&format!(
             "steady state: waiting for {who} Running and Ready"
         ));
         let deadline = Instant::now() + self.run.timeouts.steady_state;
-        if !watch
-            .until(deadline, |t| t.serving_pod(by_name).is_some())
-            .await
-        {
+        let all_serving = |f: &Fleet| {
+            f.trackers()
+                .iter()
+                .zip(&by_name)
+                .all(|(t, name)| t.serving_pod(*name).is_some())
+        };
+        if !watch.until(deadline, all_serving).await {
+            let missing: Vec<&str> = watch
+                .fleet
+                .trackers()
+                .iter()
+                .zip(&targets)
+                .zip(&by_name)
+                .filter(|((t, _), name)| t.serving_pod(**name).is_none())
+                .map(|((_, target), _)| target.as_str())
+                .collect();
             return Err(format!(
-                "{who} not Running and Ready within the steady-state timeout ({})",
-                fmt_duration(self.run.timeouts.steady_state)
+                "{who} not Running and Ready within the steady-state timeout ({}){}",
+                fmt_duration(self.run.timeouts.steady_state),
+                if names.len() > 1 {
+                    format!(": not serving: {}", missing.join(", "))
+                } else {
+                    String::new()
+                }
             ));
         }
-        let pod = watch
-            .tracker
-            .serving_pod(by_name)
-            .cloned()
-            .expect("waited for it");
+        let serving: Vec<crate::timeline::PodView> = watch
+            .fleet
+            .trackers()
+            .iter()
+            .zip(&by_name)
+            .map(|(t, name)| t.serving_pod(*name).cloned().expect("waited for it"))
+            .collect();
+        for p in &serving {
+            self.recorder.record(EventKind::WorkloadReady {
+                pod: p.name.clone(),
+                uid: p.uid.clone(),
+                node: p.node.clone().expect("a serving pod has a node"),
+            });
+        }
+        let pod = serving[0].clone();
         let node = pod.node.clone().expect("a serving pod has a node");
-        self.recorder.record(EventKind::WorkloadReady {
-            pod: pod.name.clone(),
-            uid: pod.uid,
-            node: node.clone(),
-        });
+        // A fleet faults one node for all its instances: each must have started there.
+        let elsewhere: Vec<String> = serving
+            .iter()
+            .filter(|p| p.node.as_deref() != Some(node.as_str()))
+            .map(|p| format!("{} on {}", p.name, p.node.as_deref().unwrap_or("?")))
+            .collect();
+        if !elsewhere.is_empty() {
+            return Err(format!(
+                "not every instance started on {node} with {}: {} (the preferred node affinity was outweighed; free {node} or use fewer instances)",
+                pod.name,
+                elsewhere.join(", ")
+            ));
+        }
         self.controller_counters("before-fault").await;
         // Let the workload write for a moment before the fault: 1 s (at the ledger's pace about
         // 20 writes), and for the ledger until the poller has recorded an acknowledged write, so
         // the lost-write check has acknowledged writes from before the fault (about 40 writes
         // and 4 acks took 2 s, the fixed wait this replaces).
         tokio::time::sleep(PRE_FAULT_WRITES).await;
-        if let Some(acks) = acks {
+        for (acks, p) in acks.unwrap_or_default().iter().zip(&serving) {
             if !acks.recorded_beyond(0, PRE_FAULT_ACK_TIMEOUT).await {
                 self.note(format!(
                     "no write acknowledged within {} of {} Ready: the fault comes with no acknowledged write before it",
                     fmt_duration(PRE_FAULT_WRITES + PRE_FAULT_ACK_TIMEOUT),
-                    pod.name
+                    p.name
                 ));
             }
         }
         Ok(Steady {
             namespace: namespace.to_string(),
+            pods: serving.iter().map(|p| p.name.clone()).collect(),
             pod: pod.name,
             node,
         })
@@ -759,7 +845,9 @@ impl Steps {
         self.progress
             .step(&format!("observe: waiting for {node} NotReady"));
         if !watch
-            .until(fault.recovery_deadline, |t| t.has(Phase::NodeNotReady))
+            .until(fault.recovery_deadline, |f| {
+                f.all(|t| t.has(Phase::NodeNotReady))
+            })
             .await
         {
             self.note(format!(
@@ -773,7 +861,7 @@ impl Steps {
         }
         self.progress
             .step(&format!("remediate: {}", self.run.remediation.name()));
-        self.apply_remediation(&workload.namespace, &steady.pod, fault)
+        self.apply_remediation(&workload.namespace, &steady.pods, fault)
             .await
     }
 
@@ -792,13 +880,28 @@ impl Steps {
             Phase::VolumeDetached,
         ];
         if !watch
-            .until(fault.recovery_deadline, |t| acted.iter().any(|p| t.has(*p)))
+            .until(fault.recovery_deadline, |f| {
+                f.trackers().iter().any(|t| acted.iter().any(|p| t.has(*p)))
+            })
             .await
         {
             self.note("no remediator acted within the recovery timeout".into());
             return Ok(());
         }
-        let tl = watch.tracker.timeline();
+        // The first act any instance saw (the taint and a Node's deletion every instance sees).
+        let tl = watch
+            .fleet
+            .trackers()
+            .iter()
+            .map(|t| t.timeline())
+            .min_by_key(|tl| {
+                acted
+                    .iter()
+                    .filter_map(|p| tl.at(*p))
+                    .min()
+                    .unwrap_or(u64::MAX)
+            })
+            .expect("a fleet has an instance");
         let first = acted
             .iter()
             .filter_map(|p| tl.phase(*p))
@@ -836,11 +939,16 @@ impl Steps {
         Ok(())
     }
 
-    async fn apply_remediation(&self, ns: &str, pod: &str, fault: &Injected) -> Result<(), String> {
+    async fn apply_remediation(
+        &self,
+        ns: &str,
+        pods: &[String],
+        fault: &Injected,
+    ) -> Result<(), String> {
         let target = remediation::Target {
             client: &self.client,
             namespace: ns,
-            pod,
+            pods,
             node: &fault.node,
             fault_control: &fault.control,
             controls: &self.controls,
@@ -859,12 +967,19 @@ impl Steps {
         Ok(())
     }
 
-    /// Recover: a replacement Ready (the timeline's own `replacement-ready`), or the timeout.
+    /// Recover: a replacement Ready for every instance (the timeline's own
+    /// `replacement-ready`), or the timeout.
     async fn recover(&self, watch: &mut Watch, fault: &Injected) {
-        self.progress
-            .step("recover: waiting for a replacement pod Ready");
+        let n = watch.fleet.names().len();
+        self.progress.step(&if n == 1 {
+            "recover: waiting for a replacement pod Ready".to_string()
+        } else {
+            format!("recover: waiting for a replacement pod Ready for each of {n} instances")
+        });
         if !watch
-            .until(fault.recovery_deadline, |t| t.has(Phase::ReplacementReady))
+            .until(fault.recovery_deadline, |f| {
+                f.all(|t| t.has(Phase::ReplacementReady))
+            })
             .await
         {
             self.recorder.record(EventKind::RecoveryTimeout {
@@ -873,36 +988,56 @@ impl Steps {
         }
     }
 
-    /// Ledger evidence: let the writers write a little longer, stop recording acks, then copy
-    /// the ledger (every recorded ack precedes the copy, so each acked record must be in it).
-    /// A ledger that cannot be collected is noted; its integrity verdict is then unknown.
-    async fn collect_ledger(
+    /// Ledger evidence, for every instance: let the writers write a little longer, stop
+    /// recording acks, then copy the ledger (every recorded ack precedes the copy, so each
+    /// acked record must be in it). A ledger that cannot be collected is noted; that
+    /// instance's integrity verdict is then unknown.
+    async fn collect_ledgers(
         &self,
         workload: &Workload,
         watch: &Watch,
         steady: &Steady,
-        acks: observe::AckPoller,
+        acks: Vec<observe::AckPoller>,
     ) {
         // Until the writes have resumed — an ack recorded after this point (the replacement's,
-        // or the old writer's back) — so the acks show the write outage's end; at most 3 s
-        // (nothing serves: the outage did not end within the observation).
-        acks.recorded_beyond(acks.recorded(), Duration::from_secs(3))
-            .await;
-        acks.stop().await;
-        let serving = watch.tracker.evidence_pod().map(|p| p.name.clone());
-        let note = match workload
-            .collect_ledger(
-                &self.client,
-                &steady.pod,
-                serving.as_deref(),
-                &self.dir.join(store::LEDGER_COPY),
-            )
-            .await
-        {
-            Ok(note) => note,
-            Err(e) => format!("{e}; the integrity verdict will be unknown"),
-        };
-        self.note(note);
+        // or the old writer's back) — so the acks show the write outage's end; at most 3 s in
+        // all (nothing serves: the outage did not end within the observation).
+        let until = Instant::now() + Duration::from_secs(3);
+        for a in &acks {
+            let left = until.saturating_duration_since(Instant::now());
+            a.recorded_beyond(a.recorded(), left).await;
+        }
+        for a in acks {
+            a.stop().await;
+        }
+        let names = watch.fleet.names();
+        for ((name, tracker), old) in names.iter().zip(watch.fleet.trackers()).zip(&steady.pods) {
+            let serving = tracker.evidence_pod().map(|p| p.name.clone());
+            let dest = store::instance_dir(&self.dir, names.len(), name).join(store::LEDGER_COPY);
+            let note = match workload
+                .collect_ledger(&self.client, old, serving.as_deref(), &dest)
+                .await
+            {
+                Ok(note) => note,
+                Err(e) => format!("{e}; the integrity verdict will be unknown"),
+            };
+            self.note(if names.len() > 1 {
+                format!("{name}: {note}")
+            } else {
+                note
+            });
+        }
+    }
+
+    /// Instance `name`'s pod that the experiment's target names (`nodeOf: ledger-0` is
+    /// `ledger-i3-0` in instance `ledger-i3`).
+    fn instance_pod(&self, name: &str) -> String {
+        let target = self.run.fault.target.node_of.as_str();
+        let base = crate::workload::app_name(self.run.workload.kind);
+        match target.strip_prefix(base) {
+            Some(ordinal) => format!("{name}{ordinal}"),
+            None => target.to_string(),
+        }
     }
 }
 

@@ -104,6 +104,17 @@ impl Checker<'_> {
                 "remove `graceful`, or write `kind: node-shutdown`",
             ));
         }
+        if fault.kind.is_pod_fault() && workload.instances > 1 {
+            return Err(self.fail(
+                &format!("{path}.kind"),
+                format!(
+                    "fault `{}` acts on one pod, so the other {} instances would have nothing to recover from",
+                    fault.kind.as_str(),
+                    workload.instances - 1
+                ),
+                "use a node fault (node-shutdown, kubelet-stop, network-partition, node-freeze) for a fleet, or remove `instances`",
+            ));
+        }
         let field = format!("{path}.target.nodeOf");
         let sts = statefulset_name(workload.kind);
         let pod = fault.target.node_of.as_str();
@@ -293,6 +304,24 @@ impl Checker<'_> {
                 )
             };
             return Err(self.fail(&format!("{path}.replicas"), problem, "write `replicas: 1`"));
+        }
+        if workload.instances == 0 || workload.instances > super::load::MAX_INSTANCES {
+            return Err(self.fail(
+                &format!("{path}.instances"),
+                format!(
+                    "`instances: {}`: a run has from 1 to {} instances",
+                    workload.instances,
+                    super::load::MAX_INSTANCES
+                ),
+                "write e.g. `instances: 10`, or remove `instances` for one",
+            ));
+        }
+        if workload.instances > 1 && workload.controller != super::model::Controller::StatefulSet {
+            return Err(self.fail(
+                &format!("{path}.instances"),
+                "more than one instance of a Deployment is not supported yet (each instance is a StatefulSet)",
+                "remove `instances`, or write `controller: StatefulSet`",
+            ));
         }
         if !is_quantity(&workload.size) {
             return Err(self.fail(

@@ -258,6 +258,25 @@ pub fn statefulset_name(kind: WorkloadKind) -> &'static str {
     }
 }
 
+/// The most instances one run may have (`workload.instances`).
+pub const MAX_INSTANCES: u32 = 100;
+
+/// The names of a workload's instances, in order: its StatefulSets. One instance is `<kind>`
+/// (as it always was); a fleet's instance i ≥ 1 is `<kind>-i<i>`, so that its pods
+/// (`<kind>-i<i>-<ordinal>`) never take the name of instance 0's replicas (`<kind>-<ordinal>`).
+pub fn instance_names(workload: &super::WorkloadSpec) -> Vec<String> {
+    let base = statefulset_name(workload.kind);
+    (0..workload.instances.max(1))
+        .map(|i| {
+            if i == 0 {
+                base.to_string()
+            } else {
+                format!("{base}-i{i}")
+            }
+        })
+        .collect()
+}
+
 fn is_yaml_name(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
@@ -695,6 +714,7 @@ fn example_for(path: &str) -> Option<&'static str> {
             "workload" => "workload: {kind: writer}",
             "workload.kind" => "kind: writer",
             "workload.replicas" => "replicas: 1",
+            "workload.instances" => "instances: 10",
             "workload.storageClass" => "storageClass: nodedown-shared",
             "workload.size" => "size: 1Gi",
             "workload.image" => "image: registry.example/writer:1.0",

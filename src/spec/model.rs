@@ -39,6 +39,10 @@ fn one() -> u32 {
     1
 }
 
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
 /// The name of the implicit variant of an experiment without `variants`.
 pub const DEFAULT_VARIANT: &str = "default";
 
@@ -146,6 +150,11 @@ pub struct WorkloadSpec {
     pub kind: WorkloadKind,
     #[serde(default = "one")]
     pub replicas: u32,
+    /// How many independent copies of the workload (a fleet): each its own StatefulSet, claim
+    /// and ledger, all placed on the target node. Instance 0 is `<kind>` (pod `<kind>-0`, the
+    /// one `fault.target.nodeOf` names); instance i ≥ 1 is `<kind>-i<i>` (pod `<kind>-i<i>-0`).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub instances: u32,
     #[serde(default = "default_storage_class")]
     pub storage_class: String,
     /// PVC size, a Kubernetes quantity such as `1Gi`.

@@ -3,6 +3,8 @@ mod event;
 pub use event::*;
 mod phases;
 pub use phases::*;
+mod fleet;
+pub use fleet::*;
 
 /// Recorded events.jsonl fixtures and their parser, shared by the pure modules' tests.
 #[cfg(test)]

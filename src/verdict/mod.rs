@@ -93,6 +93,53 @@ pub fn combine(results: &[ExpectationResult], harness_error: bool) -> Verdict {
     }
 }
 
+/// A fleet's expectations from its instances' (`per`: each instance's name and results, all
+/// evaluated from the same experiment, so the same names in the same order): an expectation is
+/// met when every instance meets it — Fail when any instance fails it, else Unknown when any
+/// could not decide it, else Pass. `actual` is the first failing (else undecided, else the
+/// last) instance's, named; the evidence names every instance that did not pass.
+pub fn combine_instances(per: &[(&str, &[ExpectationResult])]) -> Vec<ExpectationResult> {
+    let Some((_, first)) = per.first() else {
+        return vec![];
+    };
+    first
+        .iter()
+        .map(|want| {
+            let each: Vec<(&str, &ExpectationResult)> = per
+                .iter()
+                .filter_map(|(n, rs)| rs.iter().find(|r| r.name == want.name).map(|r| (*n, r)))
+                .collect();
+            let find = |v: Verdict| each.iter().find(|(_, r)| r.verdict == v);
+            let (verdict, (who, shown)) = match (find(Verdict::Fail), find(Verdict::Unknown)) {
+                (Some(f), _) => (Verdict::Fail, *f),
+                (None, Some(u)) => (Verdict::Unknown, *u),
+                (None, None) => (Verdict::Pass, *each.last().expect("the first has it")),
+            };
+            let not_passed: Vec<String> = each
+                .iter()
+                .filter(|(_, r)| r.verdict != Verdict::Pass)
+                .map(|(n, r)| format!("{n}: {} ({}): {}", r.actual, r.verdict.as_str(), r.evidence))
+                .collect();
+            let passed = each.len() - not_passed.len();
+            let mut evidence = format!("{passed} of {} instances met it", each.len());
+            if verdict == Verdict::Pass {
+                evidence.push_str(&format!("; the last, {who}: {}", shown.evidence));
+            }
+            for line in &not_passed {
+                evidence.push('\n');
+                evidence.push_str(line);
+            }
+            ExpectationResult {
+                name: want.name.clone(),
+                expected: want.expected.clone(),
+                actual: format!("{} ({who})", shown.actual),
+                verdict,
+                evidence,
+            }
+        })
+        .collect()
+}
+
 struct Ctx<'a> {
     run: &'a PlannedRun,
     tl: &'a Timeline,
@@ -435,6 +482,43 @@ impl Ctx<'_> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    fn exp(name: &str, actual: &str, verdict: Verdict) -> ExpectationResult {
+        ExpectationResult {
+            name: name.into(),
+            expected: "want".into(),
+            actual: actual.into(),
+            verdict,
+            evidence: format!("why {actual}"),
+        }
+    }
+
+    #[test]
+    fn a_fleet_meets_an_expectation_only_when_every_instance_does() {
+        use Verdict::{Fail as F, Pass as P, Unknown as U};
+        let a = [exp("recovered", "true", P), exp("integrity", "pass", P)];
+        let b = [
+            exp("recovered", "true", P),
+            exp("integrity", "lost-writes", F),
+        ];
+        let c = [exp("recovered", "true", P), exp("integrity", "unknown", U)];
+        let all = combine_instances(&[("ledger", &a), ("ledger-i1", &b), ("ledger-i2", &c)]);
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].verdict, P);
+        assert_eq!(all[0].actual, "true (ledger-i2)");
+        assert!(all[0].evidence.starts_with("3 of 3 instances met it"));
+        assert_eq!(all[1].verdict, F, "one lost write fails the fleet");
+        assert_eq!(
+            all[1].actual, "lost-writes (ledger-i1)",
+            "the failing one named"
+        );
+        assert!(all[1].evidence.starts_with("1 of 3 instances met it"));
+        assert!(all[1].evidence.contains("ledger-i1: lost-writes (fail)"));
+        assert!(all[1].evidence.contains("ledger-i2: unknown (unknown)"));
+        let undecided = combine_instances(&[("ledger", &a), ("ledger-i2", &c)]);
+        assert_eq!(undecided[1].verdict, U, "no failure, one undecided");
+        assert!(combine_instances(&[]).is_empty());
+    }
     use crate::spec::{
         ClusterSpec, Expectations, FaultKind, FaultSpec, RemediationSpec, Target, Timeouts,
         WorkloadKind, WorkloadSpec,
@@ -477,6 +561,7 @@ pub(crate) mod tests {
             workload: WorkloadSpec {
                 kind: WorkloadKind::Writer,
                 replicas: 1,
+                instances: 1,
                 storage_class: "nodedown-shared".into(),
                 size: "1Gi".into(),
                 image: None,

@@ -37,6 +37,8 @@ pub const ATTACH_VOLUMES_DIR: &str = "csi/volumes";
 pub const DEFAULT_SHARED_DIR: &str = "/var/lib/nodedown/shared";
 /// Label on everything nodedown creates, with the run id as value.
 pub const RUN_LABEL: &str = "nodedown.dev/run";
+/// Label on a StatefulSet's pods naming its instance (the StatefulSet): with `app`, its selector.
+pub const INSTANCE_LABEL: &str = "nodedown.dev/instance";
 
 pub fn app_name(kind: WorkloadKind) -> &'static str {
     crate::spec::statefulset_name(kind)
@@ -190,6 +192,9 @@ pub struct Workload {
     /// The lane's nodes the pods are confined to (required node affinity on the pod
     /// template); empty: anywhere the scheduler likes.
     pub nodes: Vec<String>,
+    /// A fleet's home: the node every instance is placed on before the fault (preferred node
+    /// affinity, so that a replacement can go elsewhere). `None`: where the scheduler likes.
+    pub home: Option<String>,
 }
 
 /// How the workload's storage and evidence are reached from the harness's machine.
@@ -285,11 +290,13 @@ impl Workload {
         let (spec, image, run_id) = (&self.spec, self.image.as_str(), self.run_id.as_str());
         match spec.controller {
             Controller::StatefulSet => {
-                let mut sts = statefulset(spec, image, self.preloaded, run_id);
-                if let Some(pod) = sts.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
-                    confine(pod, &self.nodes);
+                for name in self.instance_names() {
+                    let mut sts = statefulset(spec, &name, image, self.preloaded, run_id);
+                    if let Some(pod) = sts.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+                        place(pod, &self.nodes, self.home.as_deref());
+                    }
+                    create(client, ns, &sts, &format!("StatefulSet {name}")).await?;
                 }
-                create(client, ns, &sts, "StatefulSet").await?;
             }
             Controller::Deployment => {
                 let app = app_name(spec.kind);
@@ -305,7 +312,7 @@ impl Workload {
                 }
                 let mut deploy = deployment(spec, image, self.preloaded, run_id);
                 if let Some(pod) = deploy.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
-                    confine(pod, &self.nodes);
+                    place(pod, &self.nodes, self.home.as_deref());
                 }
                 create(client, ns, &deploy, "Deployment").await?;
             }
@@ -313,13 +320,21 @@ impl Workload {
         Ok(())
     }
 
-    /// The names whose claims hold the workload's data: each StatefulSet pod (`ledger-0`), or
-    /// the Deployment itself (`ledger`: one claim for whichever pod runs).
+    /// The instances' names (their StatefulSets), in order (see `spec::instance_names`).
+    pub fn instance_names(&self) -> Vec<String> {
+        crate::spec::instance_names(&self.spec)
+    }
+
+    /// The names whose claims hold the workload's data: each StatefulSet pod of every instance
+    /// (`ledger-0`, `ledger-i1-0`, …), or the Deployment itself (`ledger`: one claim for
+    /// whichever pod runs).
     pub fn volume_owners(&self) -> Vec<String> {
         let app = app_name(self.spec.kind);
         match self.spec.controller {
-            Controller::StatefulSet => (0..self.spec.replicas)
-                .map(|i| format!("{app}-{i}"))
+            Controller::StatefulSet => self
+                .instance_names()
+                .iter()
+                .flat_map(|name| (0..self.spec.replicas).map(move |i| format!("{name}-{i}")))
                 .collect(),
             Controller::Deployment => vec![app.to_string()],
         }
@@ -472,24 +487,35 @@ fn container(
     c
 }
 
-/// Confines a pod template to `nodes` (a lane): required node affinity on
+/// Places a pod template: confined to `nodes` (a lane) by required node affinity on
 /// `kubernetes.io/hostname`, which the scheduler honours for the first pod and every
 /// replacement alike, and which changes nothing else the failover does (tolerations, eviction,
-/// detach and attach are the same). No `nodes`: the template is left as it is.
-pub fn confine(pod: &mut k8s_openapi::api::core::v1::PodSpec, nodes: &[String]) {
-    if nodes.is_empty() {
+/// detach and attach are the same); and, for a fleet, drawn to its `home` node by preferred
+/// node affinity (weight 100): every instance starts there while it is schedulable, and a
+/// replacement goes elsewhere once it is not (tainted, NotReady). No `nodes` and no `home`: the
+/// template is left as it is.
+pub fn place(pod: &mut k8s_openapi::api::core::v1::PodSpec, nodes: &[String], home: Option<&str>) {
+    if nodes.is_empty() && home.is_none() {
         return;
     }
-    pod.affinity = Some(
-        serde_json::from_value(
-            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
-                ]}]
-            }}}),
-        )
-        .expect("valid affinity"),
-    );
+    let mut affinity = json!({});
+    if !nodes.is_empty() {
+        affinity["requiredDuringSchedulingIgnoredDuringExecution"] = json!({
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
+            ]}]
+        });
+    }
+    if let Some(home) = home {
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = json!([{
+            "weight": 100,
+            "preference": {"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [home]}
+            ]}
+        }]);
+    }
+    pod.affinity =
+        Some(serde_json::from_value(json!({ "nodeAffinity": affinity })).expect("valid affinity"));
 }
 
 /// Creates `obj` in namespace `ns`; `what` names its kind in the error.
@@ -567,26 +593,29 @@ pub fn deployment(spec: &WorkloadSpec, image: &str, pull_never: bool, run_id: &s
     serde_json::from_value(d).expect("valid Deployment")
 }
 
-/// The StatefulSet under test.
+/// The StatefulSet of instance `name` (see `spec::instance_names`): its pods carry `app` (the
+/// workload's, which the watchers select) and the instance label (its own selector with it).
 pub fn statefulset(
     spec: &WorkloadSpec,
+    name: &str,
     image: &str,
     pull_never: bool,
     run_id: &str,
 ) -> StatefulSet {
-    let name = app_name(spec.kind);
+    let app = app_name(spec.kind);
     let env = pod_env();
+    let labels = json!({"app": app, INSTANCE_LABEL: name, RUN_LABEL: label_value(run_id)});
     serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"app": name, RUN_LABEL: label_value(run_id)}},
+        "metadata": {"name": name, "labels": labels},
         "spec": {
             "replicas": spec.replicas,
             "serviceName": name,
-            "selector": {"matchLabels": {"app": name}},
+            "selector": {"matchLabels": {"app": app, INSTANCE_LABEL: name}},
             "template": {
-                "metadata": {"labels": {"app": name, RUN_LABEL: label_value(run_id)}},
+                "metadata": {"labels": labels},
                 "spec": {
                     "terminationGracePeriodSeconds": 5,
-                    "containers": [container(spec.kind, name, image, pull_never, env)]
+                    "containers": [container(spec.kind, app, image, pull_never, env)]
                 }
             },
             "volumeClaimTemplates": [{
@@ -611,6 +640,7 @@ mod tests {
         WorkloadSpec {
             kind,
             replicas: 1,
+            instances: 1,
             storage_class: SHARED_CLASS.into(),
             size: "1Gi".into(),
             image: None,
@@ -623,7 +653,7 @@ mod tests {
     #[test]
     fn manifests_fit_together() {
         let spec = shared_spec(WorkloadKind::Writer);
-        let sts = statefulset(&spec, "img:1", true, "exp/v/1");
+        let sts = statefulset(&spec, "writer", "img:1", true, "exp/v/1");
         let tpl = sts.spec.as_ref().unwrap();
         assert_eq!(
             tpl.volume_claim_templates.as_ref().unwrap()[0]
@@ -650,6 +680,7 @@ mod tests {
         let spec = WorkloadSpec {
             kind: WorkloadKind::Ledger,
             replicas: 1,
+            instances: 1,
             storage_class: ATTACH_CLASS.into(),
             size: "1Gi".into(),
             image: None,
@@ -678,6 +709,7 @@ mod tests {
             preloaded: true,
             storage: StorageAccess::default(),
             nodes: vec![],
+            home: None,
         };
         assert_eq!(w.volume_owners(), vec!["ledger".to_string()]);
         assert_eq!(w.target_pod("ledger-0"), None);
@@ -687,11 +719,11 @@ mod tests {
     #[test]
     fn a_lane_confines_the_pods_to_its_nodes() {
         let spec = shared_spec(WorkloadKind::Ledger);
-        let mut sts = statefulset(&spec, "img:1", true, "e/v/1");
+        let mut sts = statefulset(&spec, "ledger", "img:1", true, "e/v/1");
         let pod = sts.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
-        confine(pod, &[]);
+        place(pod, &[], None);
         assert!(pod.affinity.is_none(), "alone: no affinity");
-        confine(pod, &["w3".to_string(), "w4".to_string()]);
+        place(pod, &["w3".to_string(), "w4".to_string()], None);
         let terms = &pod
             .affinity
             .as_ref()
@@ -711,6 +743,60 @@ mod tests {
         assert_eq!(
             e.values.as_deref(),
             Some(&["w3".to_string(), "w4".to_string()][..])
+        );
+    }
+
+    #[test]
+    fn a_fleet_is_one_statefulset_per_instance_drawn_to_its_home_node() {
+        let mut spec = shared_spec(WorkloadKind::Ledger);
+        spec.instances = 3;
+        let w = Workload {
+            spec: spec.clone(),
+            namespace: "ns1".into(),
+            run_id: "e/v/1".into(),
+            image: "img:1".into(),
+            preloaded: true,
+            storage: StorageAccess::default(),
+            nodes: vec!["w1".into(), "w2".into()],
+            home: Some("w1".into()),
+        };
+        assert_eq!(w.instance_names(), ["ledger", "ledger-i1", "ledger-i2"]);
+        assert_eq!(
+            w.volume_owners(),
+            ["ledger-0", "ledger-i1-0", "ledger-i2-0"]
+        );
+        let sts = statefulset(&spec, "ledger-i1", "img:1", true, "e/v/1");
+        let s = sts.spec.as_ref().unwrap();
+        let sel = s.selector.match_labels.as_ref().unwrap();
+        assert_eq!(sel["app"], "ledger", "the watchers' selector holds");
+        assert_eq!(
+            sel[INSTANCE_LABEL], "ledger-i1",
+            "no StatefulSet selects another's pods"
+        );
+        let mut pod = s.template.spec.clone().unwrap();
+        place(&mut pod, &w.nodes, w.home.as_deref());
+        let na = pod.affinity.unwrap().node_affinity.unwrap();
+        let required = &na
+            .required_during_scheduling_ignored_during_execution
+            .unwrap()
+            .node_selector_terms[0];
+        assert_eq!(
+            required.match_expressions.as_ref().unwrap()[0]
+                .values
+                .as_deref(),
+            Some(&["w1".to_string(), "w2".to_string()][..]),
+            "confined to the lane"
+        );
+        let preferred = &na
+            .preferred_during_scheduling_ignored_during_execution
+            .unwrap()[0];
+        assert_eq!(preferred.weight, 100);
+        assert_eq!(
+            preferred.preference.match_expressions.as_ref().unwrap()[0]
+                .values
+                .as_deref(),
+            Some(&["w1".to_string()][..]),
+            "drawn to home, not bound to it"
         );
     }
 
