@@ -688,6 +688,61 @@ fn an_unsupported_variant_is_refused_on_an_existing_cluster_before_anything_is_t
     );
     assert_eq!(nodedown_namespaces(), before, "nothing deployed");
     assert!(!out.path().join("run").exists(), "nothing written");
+
+    // With --skip-unsupported the rest runs, through the agent alone (no power hooks), and the
+    // fenced variant is reported as not run, with the reason.
+    let dir = out.path().join("skip");
+    let res = run_ok(
+        nodedown()
+            .args([
+                "run",
+                "experiments/kubelet-stop.yaml",
+                "--only",
+                "force-delete-pod",
+                "--only",
+                "oos-taint-fenced",
+                "--skip-unsupported",
+                "--provider",
+                "existing",
+                "--context",
+                &context(),
+                "--allow-context",
+                &context(),
+                "--test-nodes",
+                "--workload-image",
+                &exported_image(),
+                "--out",
+            ])
+            .arg(&dir),
+    );
+    assert_eq!(res.status.code(), Some(0), "the supported variant passed");
+    let report = nodedown::report::json::from_str(
+        &std::fs::read_to_string(dir.join("results.json")).unwrap(),
+    )
+    .unwrap();
+    let runs = &report.experiments[0].runs;
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0].variant, "force-delete-pod");
+    assert_eq!(
+        runs[0]
+            .environment
+            .as_ref()
+            .and_then(|e| e.backend)
+            .map(|b| b.to_string()),
+        Some("agent".to_string()),
+        "faulted through the agent"
+    );
+    let not_run = serde_json::to_string(&report.not_run).unwrap();
+    assert!(
+        not_run.contains("oos-taint-fenced") && not_run.contains("--power-off"),
+        "{not_run}"
+    );
+    wait_until(
+        Duration::from_secs(60),
+        || agent_namespaces().is_empty(),
+        "agent namespaces gone",
+    );
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 
 /// The cluster lock taken away in the middle of a run (as another tool or a person deleting the
@@ -1589,4 +1644,86 @@ fn a_fleet_on_one_node_recovers_instance_by_instance() {
     assert_eq!(fd.fleet.as_ref().unwrap().recovered, 0);
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the runs");
     assert!(nodedown_namespaces().is_empty(), "run namespaces gone");
+}
+
+/// A zone outage: both workers of zone-a powered off at the same instant under six ledgers
+/// spread over them; each node is tainted on its own, each instance fails over from its own
+/// node to another zone, nothing is lost.
+#[test]
+fn a_zone_outage_fails_every_instance_over_to_another_zone() {
+    let _g = lock_cluster();
+    let zone_a: Vec<String> =
+        kubectl_json(&["get", "nodes", "-l", "topology.kubernetes.io/zone=zone-a"])["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+    assert_eq!(
+        zone_a.len(),
+        2,
+        "testenv labels two workers zone-a: {zone_a:?}"
+    );
+    let (status, report, out) = run_experiment("experiments/zone-outage.yaml", &["oos-taint"]);
+    let r = &report.experiments[0].runs[0];
+    assert_eq!(status.code(), Some(0), "{r:#?}");
+    let mut faulted = r.fault_nodes.clone();
+    faulted.sort();
+    assert_eq!(faulted, zone_a, "both nodes of the zone faulted");
+    assert_eq!(r.instances.len(), 6);
+    for node in &zone_a {
+        let on: Vec<&nodedown::report::InstanceResult> = r
+            .instances
+            .iter()
+            .filter(|i| i.start_node.as_deref() == Some(node.as_str()))
+            .collect();
+        assert_eq!(on.len(), 3, "three instances started on {node}");
+        for i in on {
+            let at = |p: &str| {
+                i.phases
+                    .iter()
+                    .find(|x| x.name.name() == p)
+                    .map(|x| x.at_ms)
+            };
+            assert!(
+                at("node-not-ready").is_some(),
+                "{}: its node's NotReady",
+                i.name
+            );
+            assert!(
+                at("out-of-service-taint").is_some(),
+                "{}: its node's taint",
+                i.name
+            );
+            let to = i.replacement_node.clone().unwrap();
+            assert!(
+                !zone_a.contains(&to),
+                "{} went to {to}, another zone",
+                i.name
+            );
+            assert_eq!(
+                i.integrity.as_ref().map(|x| x.verdict),
+                Some(nodedown::report::Verdict::Pass),
+                "{}",
+                i.name
+            );
+        }
+    }
+    assert_eq!(r.fleet.as_ref().unwrap().recovered, 6);
+    // One remediation per node, each recorded with its node.
+    let events =
+        std::fs::read_to_string(out.path().join("run/zone-outage/oos-taint/1/events.jsonl"))
+            .unwrap();
+    for node in &zone_a {
+        assert_eq!(
+            events
+                .lines()
+                .filter(|l| l.contains("\"event\":\"remediation-applied\"")
+                    && l.contains(&format!("\"node\":\"{node}\"")))
+                .count(),
+            1,
+            "{node}"
+        );
+    }
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
