@@ -73,6 +73,7 @@ mod tests {
             lane: None,
             lane_nodes: vec![],
             target_node: None,
+            fault_nodes: vec![],
             replacement_node: None,
             time_zero: None,
             phases: vec![],

@@ -52,6 +52,11 @@ pub fn alone_reason(run: &PlannedRun, allow_control_plane: bool) -> Option<Strin
                 .into(),
         );
     }
+    if let Some(zone) = &run.fault.target.zone {
+        return Some(format!(
+            "target zone {zone}: its nodes are faulted together and the replacements go to other zones, across lanes"
+        ));
+    }
     if allow_control_plane {
         return Some(
             "--allow-control-plane: the fault may hit the control plane, which every lane shares"

@@ -78,7 +78,7 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
         WorkloadKind::Writer => "writer",
         WorkloadKind::Ledger => "ledger",
     };
-    let target = &run.fault.target.node_of;
+    let target = &run.fault.target.pod(w.kind);
     let mut out = vec![
         "check: the run's nodes Ready (all nodes; in a lane, the lane's nodes and the control plane), no out-of-service taint on them, at least two schedulable workers"
             .to_string(),
@@ -103,7 +103,22 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
             fmt_duration(run.timeouts.steady_state)
         ),
     ];
-    let node = format!("the node of {target}");
+    if w.instances > 1 {
+        out.insert(2, format!(
+            "fleet: {} instances ({}, {}-i1, …), each its own StatefulSet, claim and volume, all started on {}",
+            w.instances,
+            app,
+            app,
+            match &run.fault.target.zone {
+                Some(z) => format!("the nodes of zone {z}, spread"),
+                None => "one node".to_string(),
+            }
+        ));
+    }
+    let node = match &run.fault.target.zone {
+        Some(z) => format!("every schedulable worker of zone {z} (at the same instant)"),
+        None => format!("the node of {target}"),
+    };
     out.push(match run.fault.kind {
         FaultKind::NodeShutdown if run.fault.graceful => {
             format!("fault: shut {node} down cleanly (systemctl poweroff in the node)")

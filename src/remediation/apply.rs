@@ -51,6 +51,7 @@ pub async fn apply(
                 .map_err(|e| e.to_string())?;
         }
         Ok::<String, String>(match pods {
+            [] => "no pod of the workload on it".to_string(),
             [one] => format!("pod {one} deleted with grace period 0"),
             many => format!(
                 "{} pods deleted with grace period 0 ({})",

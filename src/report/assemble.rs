@@ -145,6 +145,24 @@ fn phase_results(tl: &crate::timeline::Timeline) -> Vec<PhaseResult> {
         .collect()
 }
 
+/// The nodes a run's fault took, in the order of their `fault-injected` events, when more than
+/// one.
+fn fault_nodes(events: &[Event]) -> Vec<String> {
+    let mut nodes: Vec<String> = Vec::new();
+    for e in events {
+        if let EventKind::FaultInjected { node, .. } = &e.what {
+            if !nodes.contains(node) {
+                nodes.push(node.clone());
+            }
+        }
+    }
+    if nodes.len() > 1 {
+        nodes
+    } else {
+        vec![]
+    }
+}
+
 /// [`run_result`] with the ledger evidence of the run's instances.
 pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) -> RunResult {
     let finished = events.iter().rev().find_map(|e| match &e.what {
@@ -270,6 +288,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
         lane: timeline.lane,
         lane_nodes: timeline.lane_nodes.clone(),
         target_node: timeline.target_node.clone(),
+        fault_nodes: fault_nodes(events),
         replacement_node: timeline.replacement_node.clone(),
         time_zero: timeline.time_zero.map(|z| TimeZeroResult {
             basis: z.basis.as_str().to_string(),

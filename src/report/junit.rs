@@ -152,6 +152,9 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
         props.push(("lane".into(), lane.to_string()));
         props.push(("lane.nodes".into(), run.lane_nodes.join(",")));
     }
+    if !run.fault_nodes.is_empty() {
+        props.push(("fault-nodes".into(), run.fault_nodes.join(",")));
+    }
     if let Some(f) = &run.fleet {
         props.push(("fleet.instances".into(), f.instances.to_string()));
         props.push(("fleet.recovered".into(), f.recovered.to_string()));

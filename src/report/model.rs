@@ -138,6 +138,10 @@ pub struct RunResult {
     pub lane_nodes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_node: Option<String>,
+    /// Every node the fault took, in the order their faults took effect, when it took more than
+    /// one (a zone's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault_nodes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replacement_node: Option<String>,
     /// How time zero (the fault's effect) was taken, with the bounds around it.

@@ -324,21 +324,25 @@ struct Steps {
 }
 
 /// The steady state a fault interrupts: the pod serving the workload (instance 0's) and its
-/// node, and every instance's pod there (a fleet's all start on that node).
+/// node, every instance's pod with its node, and the nodes the fault takes (that node, or a
+/// zone's workers).
 struct Steady {
     namespace: String,
     pod: String,
     node: String,
-    pods: Vec<String>,
+    pods: Vec<(String, String)>,
+    nodes: Vec<String>,
 }
 
 /// The fault in effect.
 struct Injected {
     control: Arc<dyn NodeControl>,
+    /// The target pod's node, and every node the fault took (a zone's).
     node: String,
+    nodes: Vec<String>,
     recovery_deadline: Instant,
-    /// A fault that ends by itself mid-run (a freeze with a duration): the task that ends it.
-    ends: Option<tokio::task::JoinHandle<()>>,
+    /// A fault that ends by itself mid-run (a freeze with a duration): the tasks that end it.
+    ends: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// The runner's reading of the events: the same [`Fleet`] of trackers (one per instance) the
@@ -388,10 +392,10 @@ impl Steps {
             .await?;
         self.recover(&mut watch, &fault).await;
         self.controller_counters("after-recovery").await;
-        if let Some(ends) = fault.ends.take() {
+        if !fault.ends.is_empty() {
             // The fault ends mid-run (a thaw): observe what the old pod does afterwards.
             self.progress.step("waiting for the fault to end by itself");
-            let _ = ends.await;
+            futures::future::join_all(std::mem::take(&mut fault.ends)).await;
             watch
                 .until(Instant::now() + Duration::from_secs(5), |_| false)
                 .await;
@@ -481,34 +485,44 @@ impl Steps {
         }
     }
 
-    /// A fleet's home node: the first of its lane, else the first schedulable worker by name.
-    async fn fleet_home(&self) -> Result<Option<String>, String> {
-        if self.run.workload.instances <= 1 {
-            return Ok(None);
+    /// Where the instances go before the fault: with a target zone, its schedulable workers
+    /// (by name; the fault takes them all); for a fleet, one node — the first of its lane, else
+    /// the first schedulable worker by name; else nowhere in particular.
+    async fn homes(&self) -> Result<Vec<String>, String> {
+        let zone = self.run.fault.target.zone.as_deref();
+        if zone.is_none() && self.run.workload.instances <= 1 {
+            return Ok(vec![]);
         }
-        if let Some(first) = self.lane.as_ref().and_then(|l| l.nodes.first()) {
-            return Ok(Some(first.clone()));
+        if let (None, Some(first)) = (zone, self.lane.as_ref().and_then(|l| l.nodes.first())) {
+            return Ok(vec![first.clone()]);
         }
         let list = Api::<Node>::all(self.client.clone())
             .list(&ListParams::default())
             .await
             .map_err(|e| format!("list nodes: {e}"))?;
-        let mut workers: Vec<String> = list
+        let in_zone: Vec<Node> = list
             .items
-            .iter()
+            .into_iter()
             .filter(|n| {
-                !remediation::is_control_plane(n) && heal::degraded(&[(*n).clone()]).is_empty()
+                zone.is_none_or(|z| {
+                    n.metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(crate::spec::ZONE_LABEL))
+                        .is_some_and(|v| v == z)
+                })
             })
-            .filter(|n| {
-                !n.spec
-                    .as_ref()
-                    .and_then(|s| s.unschedulable)
-                    .unwrap_or(false)
-            })
-            .filter_map(|n| n.metadata.name.clone())
             .collect();
+        let mut workers = heal::schedulable_workers(&in_zone);
         workers.sort();
-        Ok(workers.into_iter().next())
+        match zone {
+            Some(z) if workers.is_empty() => Err(format!(
+                "no schedulable worker in zone {z} (label {}={z}): label the nodes, or name a zone that has some",
+                crate::spec::ZONE_LABEL
+            )),
+            Some(_) => Ok(workers),
+            None => Ok(workers.into_iter().take(1).collect()),
+        }
     }
 
     /// Setup: the workload deployed, its watchers recording, each ledger's acks polled (one
@@ -526,7 +540,7 @@ impl Steps {
                 .as_ref()
                 .map(|l| l.nodes.clone())
                 .unwrap_or_default(),
-            home: self.fleet_home().await?,
+            homes: self.homes().await?,
         };
         self.progress
             .step(&format!("setup: namespace {}", workload.namespace));
@@ -600,14 +614,18 @@ impl Steps {
             .iter()
             .map(|t| workload.target_pod(t.as_str()))
             .collect();
-        let who = match (by_name.as_slice(), &workload.home) {
-            ([Some(name)], _) => name.to_string(),
-            ([None], _) => format!(
-                "the pod of Deployment {}",
+        let on = if workload.homes.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", workload.homes.join(", "))
+        };
+        let who = match by_name.as_slice() {
+            [Some(name)] => format!("{name}{on}"),
+            [None] => format!(
+                "the pod of Deployment {}{on}",
                 crate::workload::app_name(self.run.workload.kind)
             ),
-            (_, Some(home)) => format!("{} pods (one per instance) on {home}", names.len()),
-            (_, None) => format!("{} pods (one per instance)", names.len()),
+            _ => format!("{} pods (one per instance){on}", names.len()),
         };
         self.progress.step(&format!(
             "steady state: waiting for {who} Running and Ready"
@@ -655,16 +673,22 @@ impl Steps {
         }
         let pod = serving[0].clone();
         let node = pod.node.clone().expect("a serving pod has a node");
-        // A fleet faults one node for all its instances: each must have started there.
+        // The nodes the fault takes: a zone's schedulable workers, else the target pod's node.
+        // Every instance must have started on one of them.
+        let nodes = if self.run.fault.target.zone.is_some() {
+            workload.homes.clone()
+        } else {
+            vec![node.clone()]
+        };
         let elsewhere: Vec<String> = serving
             .iter()
-            .filter(|p| p.node.as_deref() != Some(node.as_str()))
+            .filter(|p| p.node.as_ref().is_none_or(|n| !nodes.contains(n)))
             .map(|p| format!("{} on {}", p.name, p.node.as_deref().unwrap_or("?")))
             .collect();
         if !elsewhere.is_empty() {
+            let on = nodes.join(", ");
             return Err(format!(
-                "not every instance started on {node} with {}: {} (the preferred node affinity was outweighed; free {node} or use fewer instances)",
-                pod.name,
+                "not every instance started where the fault will be ({on}): {} (the preferred node affinity was outweighed; free {on} or use fewer instances)",
                 elsewhere.join(", ")
             ));
         }
@@ -685,9 +709,13 @@ impl Steps {
         }
         Ok(Steady {
             namespace: namespace.to_string(),
-            pods: serving.iter().map(|p| p.name.clone()).collect(),
+            pods: serving
+                .iter()
+                .map(|p| (p.name.clone(), p.node.clone().unwrap_or_default()))
+                .collect(),
             pod: pod.name,
             node,
+            nodes,
         })
     }
 
@@ -699,129 +727,156 @@ impl Steps {
             .map(|i| self.controls[i].clone())
     }
 
-    /// Inject: journal the heal, apply the fault, record time zero from the best evidence.
+    /// Inject: journal the heal, apply the fault, record time zero from the best evidence. A
+    /// zone's nodes are each checked and journaled first, then faulted at the same instant
+    /// (one `fault-injected` per node; the first is time zero).
     async fn inject(&self, steady: &Steady) -> Result<Injected, String> {
         let kind = self.run.fault.kind;
-        let node = steady.node.clone();
         let control = self.control_for(kind)?;
-        if !self.settings.allow_control_plane {
-            let n = Api::<Node>::all(self.client.clone())
-                .get(&node)
-                .await
-                .map_err(|e| format!("get node {node}: {e}"))?;
-            if remediation::is_control_plane(&n) {
-                return Err(format!(
-                    "{} runs on {node}, a control-plane node: refusing to fault it (give --allow-control-plane if that is the point)",
-                    steady.pod
-                ));
+        let mut faults = Vec::new();
+        for node in &steady.nodes {
+            if !self.settings.allow_control_plane {
+                let n = Api::<Node>::all(self.client.clone())
+                    .get(node)
+                    .await
+                    .map_err(|e| format!("get node {node}: {e}"))?;
+                if remediation::is_control_plane(&n) {
+                    return Err(format!(
+                        "{} runs on {node}, a control-plane node: refusing to fault it (give --allow-control-plane if that is the point)",
+                        steady.pod
+                    ));
+                }
+            }
+            control.check_node(node).await.map_err(|e| e.to_string())?;
+            let peers = if kind == FaultKind::NetworkPartition {
+                peer_addresses(&self.client, node).await?
+            } else {
+                vec![]
+            };
+            let pod = if kind.is_pod_fault() {
+                let ns = steady.namespace.clone();
+                let obj = Api::<Pod>::namespaced(self.client.clone(), &ns)
+                    .get(&steady.pod)
+                    .await
+                    .map_err(|e| format!("get pod {}: {e}", steady.pod))?;
+                let container_id = obj
+                    .status
+                    .and_then(|s| s.container_statuses)
+                    .and_then(|c| c.into_iter().next())
+                    .and_then(|c| c.container_id);
+                Some(faults::PodTarget {
+                    namespace: ns,
+                    name: steady.pod.clone(),
+                    container_id,
+                })
+            } else {
+                None
+            };
+            // The fault lasts through the recovery window; a backend that can undo it by
+            // itself (the agent) does so a minute after that, even if this harness is gone.
+            faults.push(NodeFault {
+                kind,
+                node: node.clone(),
+                peers,
+                lease: Some(
+                    self.settings
+                        .fault_lease
+                        .unwrap_or(self.run.timeouts.recovery + LEASE_MARGIN),
+                ),
+                pod,
+                graceful: self.run.fault.graceful,
+            });
+        }
+        self.progress.step(&format!(
+            "inject: {} on {}",
+            kind.as_str(),
+            steady.nodes.join(", ")
+        ));
+        let mut undo_ids = Vec::new();
+        for fault in &faults {
+            undo_ids.push(
+                self.journal
+                    .record(Undo::HealFault {
+                        backend: control.backend(),
+                        fault: kind,
+                        node: fault.node.clone(),
+                    })
+                    .map_err(|e| format!("journal: {e}"))?,
+            );
+            self.recorder.record(EventKind::FaultInjecting {
+                fault: kind,
+                node: fault.node.clone(),
+            });
+        }
+        let applied =
+            futures::future::join_all(faults.iter().map(|fault| control.apply(fault))).await;
+        let returned_ms = self.recorder.elapsed_ms();
+        let mut effects = Vec::new();
+        let mut failed = Vec::new();
+        for ((fault, effect), undo_id) in faults.iter().zip(applied).zip(undo_ids) {
+            match effect {
+                Ok(effect) => effects.push((fault.node.clone(), effect.at, effect.basis, undo_id)),
+                Err(e) => failed.push(format!("{}: {e}", fault.node)),
             }
         }
-        control.check_node(&node).await.map_err(|e| e.to_string())?;
-        let peers = if kind == FaultKind::NetworkPartition {
-            peer_addresses(&self.client, &node).await?
-        } else {
-            vec![]
-        };
-        let pod = if kind.is_pod_fault() {
-            let ns = steady.namespace.clone();
-            let obj = Api::<Pod>::namespaced(self.client.clone(), &ns)
-                .get(&steady.pod)
-                .await
-                .map_err(|e| format!("get pod {}: {e}", steady.pod))?;
-            let container_id = obj
-                .status
-                .and_then(|s| s.container_statuses)
-                .and_then(|c| c.into_iter().next())
-                .and_then(|c| c.container_id);
-            Some(faults::PodTarget {
-                namespace: ns,
-                name: steady.pod.clone(),
-                container_id,
-            })
-        } else {
-            None
-        };
-        // The fault lasts through the recovery window; a backend that can undo it by itself
-        // (the agent) does so a minute after that, even if this harness is gone.
-        let fault = NodeFault {
-            kind,
-            node: node.clone(),
-            peers,
-            lease: Some(
-                self.settings
-                    .fault_lease
-                    .unwrap_or(self.run.timeouts.recovery + LEASE_MARGIN),
-            ),
-            pod,
-            graceful: self.run.fault.graceful,
-        };
-        self.progress
-            .step(&format!("inject: {} on {node}", kind.as_str()));
-        let undo_id = self
-            .journal
-            .record(Undo::HealFault {
-                backend: control.backend(),
-                fault: kind,
-                node: node.clone(),
-            })
-            .map_err(|e| format!("journal: {e}"))?;
-        self.recorder.record(EventKind::FaultInjecting {
-            fault: kind,
-            node: node.clone(),
-        });
-        let effect = control
-            .apply(&fault)
-            .await
-            .map_err(|e| format!("inject {}: {e}", kind.as_str()))?;
-        let returned_ms = self.recorder.elapsed_ms();
-        self.recorder.record_at(
-            EventKind::FaultInjected {
-                fault: kind,
-                node: node.clone(),
-                basis: effect.basis,
-                backend: Some(control.backend()),
-                returned_ms: Some(returned_ms),
-            },
-            Some(effect.at),
-        );
-        // A freeze with a duration thaws mid-run, through the backend that froze it.
-        let ends = self.run.fault.duration.map(|d| {
-            let (control, node, journal, recorder) = (
-                control.clone(),
-                node.clone(),
-                self.journal.clone(),
-                self.recorder.clone(),
+        // Time zero first: the earliest effect is recorded first.
+        effects.sort_by_key(|(_, at, _, _)| *at);
+        for (node, at, basis, _) in &effects {
+            self.recorder.record_at(
+                EventKind::FaultInjected {
+                    fault: kind,
+                    node: node.clone(),
+                    basis: *basis,
+                    backend: Some(control.backend()),
+                    returned_ms: Some(returned_ms),
+                },
+                Some(*at),
             );
-            let at = Instant::now()
-                + d.saturating_sub(
-                    SystemTime::now()
-                        .duration_since(effect.at)
-                        .unwrap_or_default(),
-                );
-            tokio::spawn(async move {
-                tokio::time::sleep_until(at).await;
-                match control.heal(kind, &node).await {
-                    Ok(()) => {
-                        let _ = journal.healed(undo_id);
-                        recorder.record(EventKind::FaultHealed {
-                            fault: kind,
-                            node,
-                        });
-                    }
-                    Err(e) => {
-                        recorder.record(EventKind::Note {
-                            message: format!(
-                                "ending {} on {node} after its duration failed: {e}; the heal will retry",
-                                kind.as_str()
-                            ),
-                        });
-                    }
-                }
-            })
-        });
+        }
+        if !failed.is_empty() {
+            return Err(format!("inject {}: {}", kind.as_str(), failed.join("; ")));
+        }
+        // A freeze with a duration thaws mid-run, through the backend that froze it.
+        let ends = match self.run.fault.duration {
+            None => vec![],
+            Some(d) => effects
+                .iter()
+                .map(|(node, at, _, undo_id)| {
+                    let undo_id = *undo_id;
+                    let (control, node, journal, recorder) = (
+                        control.clone(),
+                        node.clone(),
+                        self.journal.clone(),
+                        self.recorder.clone(),
+                    );
+                    let at = Instant::now()
+                        + d.saturating_sub(
+                            SystemTime::now().duration_since(*at).unwrap_or_default(),
+                        );
+                    tokio::spawn(async move {
+                        tokio::time::sleep_until(at).await;
+                        match control.heal(kind, &node).await {
+                            Ok(()) => {
+                                let _ = journal.healed(undo_id);
+                                recorder.record(EventKind::FaultHealed { fault: kind, node });
+                            }
+                            Err(e) => {
+                                recorder.record(EventKind::Note {
+                                    message: format!(
+                                        "ending {} on {node} after its duration failed: {e}; the heal will retry",
+                                        kind.as_str()
+                                    ),
+                                });
+                            }
+                        }
+                    })
+                })
+                .collect(),
+        };
         Ok(Injected {
             control,
-            node,
+            node: steady.node.clone(),
+            nodes: steady.nodes.clone(),
             recovery_deadline: Instant::now() + self.run.timeouts.recovery,
             ends,
         })
@@ -841,7 +896,7 @@ impl Steps {
         let Some(after) = self.run.remediation.after() else {
             return Ok(());
         };
-        let node = &fault.node;
+        let node = fault.nodes.join(", ");
         self.progress
             .step(&format!("observe: waiting for {node} NotReady"));
         if !watch
@@ -861,8 +916,18 @@ impl Steps {
         }
         self.progress
             .step(&format!("remediate: {}", self.run.remediation.name()));
-        self.apply_remediation(&workload.namespace, &steady.pods, fault)
-            .await
+        // Node by node (a zone's), each with the instances' pods on it.
+        for node in &fault.nodes {
+            let pods: Vec<String> = steady
+                .pods
+                .iter()
+                .filter(|(_, on)| on == node)
+                .map(|(pod, _)| pod.clone())
+                .collect();
+            self.apply_remediation(&workload.namespace, &pods, node, fault)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Remediation `external`: nodedown acts not; it waits for the first thing a remediator does
@@ -943,13 +1008,14 @@ impl Steps {
         &self,
         ns: &str,
         pods: &[String],
+        node: &str,
         fault: &Injected,
     ) -> Result<(), String> {
         let target = remediation::Target {
             client: &self.client,
             namespace: ns,
             pods,
-            node: &fault.node,
+            node,
             fault_control: &fault.control,
             controls: &self.controls,
         };
@@ -960,7 +1026,7 @@ impl Steps {
         if let Some(detail) = applied {
             self.recorder.record(EventKind::RemediationApplied {
                 remediation: self.run.remediation.name().into(),
-                node: fault.node.clone(),
+                node: node.to_string(),
                 detail,
             });
         }
@@ -1015,7 +1081,7 @@ impl Steps {
             let serving = tracker.evidence_pod().map(|p| p.name.clone());
             let dest = store::instance_dir(&self.dir, names.len(), name).join(store::LEDGER_COPY);
             let note = match workload
-                .collect_ledger(&self.client, old, serving.as_deref(), &dest)
+                .collect_ledger(&self.client, &old.0, serving.as_deref(), &dest)
                 .await
             {
                 Ok(note) => note,
@@ -1032,11 +1098,11 @@ impl Steps {
     /// Instance `name`'s pod that the experiment's target names (`nodeOf: ledger-0` is
     /// `ledger-i3-0` in instance `ledger-i3`).
     fn instance_pod(&self, name: &str) -> String {
-        let target = self.run.fault.target.node_of.as_str();
+        let target = self.run.fault.target.pod(self.run.workload.kind);
         let base = crate::workload::app_name(self.run.workload.kind);
         match target.strip_prefix(base) {
             Some(ordinal) => format!("{name}{ordinal}"),
-            None => target.to_string(),
+            None => target,
         }
     }
 }

@@ -117,6 +117,29 @@ impl Checker<'_> {
         }
         let field = format!("{path}.target.nodeOf");
         let sts = statefulset_name(workload.kind);
+        if let Some(zone) = &fault.target.zone {
+            let zfield = format!("{path}.target.zone");
+            if zone.trim().is_empty() {
+                return Err(self.fail(
+                    &zfield,
+                    "the target zone is empty",
+                    "name a zone (a value of the nodes' topology.kubernetes.io/zone label), e.g. `zone: zone-a`",
+                ));
+            }
+            if fault.kind.is_pod_fault() {
+                return Err(self.fail(
+                    &zfield,
+                    format!(
+                        "fault `{}` acts on one pod, not on the nodes of a zone",
+                        fault.kind.as_str()
+                    ),
+                    "use a node fault (node-shutdown, kubelet-stop, network-partition, node-freeze), or remove `zone`",
+                ));
+            }
+            if fault.target.node_of.is_empty() {
+                return Ok(());
+            }
+        }
         let pod = fault.target.node_of.as_str();
         if pod.trim().is_empty() {
             return Err(self.fail(

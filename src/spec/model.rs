@@ -303,9 +303,32 @@ pub use crate::vocab::FaultKind;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Target {
-    /// The node running this pod of the workload (e.g. `writer-0`).
+    /// The node running this pod of the workload (e.g. `writer-0`). With `zone` it may be left
+    /// out (instance 0's first pod, `<kind>-0`).
+    #[serde(default)]
     pub node_of: String,
+    /// A topology zone (the nodes' `topology.kubernetes.io/zone` label): every schedulable
+    /// worker in it is faulted at the same instant and remediated one by one, and a fleet's
+    /// instances are spread over those nodes before the fault. The run has the cluster to
+    /// itself (a zone spans lanes, and the replacements go to other zones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
 }
+
+impl Target {
+    /// The pod the target names: `nodeOf`, or with only a zone `<kind>-0` (instance 0's
+    /// first pod).
+    pub fn pod(&self, kind: WorkloadKind) -> String {
+        if self.node_of.is_empty() {
+            format!("{}-0", super::statefulset_name(kind))
+        } else {
+            self.node_of.clone()
+        }
+    }
+}
+
+/// The label that names a node's topology zone.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 
 /// What is done about the dead node.
 ///

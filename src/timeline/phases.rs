@@ -647,12 +647,14 @@ impl Tracker {
             } => {
                 self.tl.backend = *backend;
                 self.tl.fault_at_ms = Some(e.at_ms);
+                // The workload's own node when it was recorded Ready there (a zone's nodes are
+                // faulted together: each instance fails over from its own), else this one.
+                self.tl.target_node.get_or_insert_with(|| node.clone());
                 self.old_started = self
                     .tl
                     .old_uid
                     .as_ref()
                     .and_then(|u| self.started.get(u).cloned().flatten());
-                self.tl.target_node = Some(node.clone());
                 let rel = |ms: u64| ms as i64 - e.at_ms as i64;
                 self.tl.time_zero = Some(TimeZero {
                     basis: *basis,
@@ -701,11 +703,12 @@ impl Tracker {
                     }
                 }
             }
+            // A zone's nodes are remediated one by one: an instance's remediation is its node's.
             EventKind::RemediationApplied {
                 remediation,
                 detail,
-                ..
-            } => {
+                node,
+            } if on_target(node) => {
                 if self.tl.remediation.is_none() {
                     self.tl.remediation = Some(remediation.clone());
                     self.tl.remediation_detail = Some(detail.clone());

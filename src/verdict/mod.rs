@@ -573,6 +573,7 @@ pub(crate) mod tests {
                 kind: FaultKind::NodeShutdown,
                 target: Target {
                     node_of: "writer-0".into(),
+                    zone: None,
                 },
                 duration: None,
                 graceful: false,

@@ -192,9 +192,10 @@ pub struct Workload {
     /// The lane's nodes the pods are confined to (required node affinity on the pod
     /// template); empty: anywhere the scheduler likes.
     pub nodes: Vec<String>,
-    /// A fleet's home: the node every instance is placed on before the fault (preferred node
-    /// affinity, so that a replacement can go elsewhere). `None`: where the scheduler likes.
-    pub home: Option<String>,
+    /// Where the instances are placed before the fault (preferred node affinity, so that a
+    /// replacement can go elsewhere): instance i on `homes[i % len]` — one node for a fleet, a
+    /// zone's nodes for a zone outage. Empty: where the scheduler likes.
+    pub homes: Vec<String>,
 }
 
 /// How the workload's storage and evidence are reached from the harness's machine.
@@ -290,10 +291,10 @@ impl Workload {
         let (spec, image, run_id) = (&self.spec, self.image.as_str(), self.run_id.as_str());
         match spec.controller {
             Controller::StatefulSet => {
-                for name in self.instance_names() {
+                for (i, name) in self.instance_names().into_iter().enumerate() {
                     let mut sts = statefulset(spec, &name, image, self.preloaded, run_id);
                     if let Some(pod) = sts.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
-                        place(pod, &self.nodes, self.home.as_deref());
+                        place(pod, &self.nodes, self.home(i));
                     }
                     create(client, ns, &sts, &format!("StatefulSet {name}")).await?;
                 }
@@ -312,12 +313,17 @@ impl Workload {
                 }
                 let mut deploy = deployment(spec, image, self.preloaded, run_id);
                 if let Some(pod) = deploy.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
-                    place(pod, &self.nodes, self.home.as_deref());
+                    place(pod, &self.nodes, self.home(0));
                 }
                 create(client, ns, &deploy, "Deployment").await?;
             }
         }
         Ok(())
+    }
+
+    /// Where instance `i` is placed before the fault (see [`Workload::homes`]).
+    pub fn home(&self, i: usize) -> Option<&str> {
+        (!self.homes.is_empty()).then(|| self.homes[i % self.homes.len()].as_str())
     }
 
     /// The instances' names (their StatefulSets), in order (see `spec::instance_names`).
@@ -709,7 +715,7 @@ mod tests {
             preloaded: true,
             storage: StorageAccess::default(),
             nodes: vec![],
-            home: None,
+            homes: vec![],
         };
         assert_eq!(w.volume_owners(), vec!["ledger".to_string()]);
         assert_eq!(w.target_pod("ledger-0"), None);
@@ -758,7 +764,7 @@ mod tests {
             preloaded: true,
             storage: StorageAccess::default(),
             nodes: vec!["w1".into(), "w2".into()],
-            home: Some("w1".into()),
+            homes: vec!["w1".into()],
         };
         assert_eq!(w.instance_names(), ["ledger", "ledger-i1", "ledger-i2"]);
         assert_eq!(
@@ -774,7 +780,7 @@ mod tests {
             "no StatefulSet selects another's pods"
         );
         let mut pod = s.template.spec.clone().unwrap();
-        place(&mut pod, &w.nodes, w.home.as_deref());
+        place(&mut pod, &w.nodes, w.home(1));
         let na = pod.affinity.unwrap().node_affinity.unwrap();
         let required = &na
             .required_during_scheduling_ignored_during_execution
