@@ -27,6 +27,8 @@ enum Route {
 #[derive(Debug, Clone)]
 pub struct Fleet {
     names: Vec<String>,
+    /// Instance name → its position in `names`.
+    index: std::collections::HashMap<String, usize>,
     trackers: Vec<Tracker>,
     /// PersistentVolume → instance (from `claim-bound` events).
     volumes: BTreeMap<String, usize>,
@@ -46,6 +48,11 @@ impl Fleet {
         };
         Fleet {
             trackers: vec![Tracker::new(); names.len()],
+            index: names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), i))
+                .collect(),
             names,
             volumes: BTreeMap::new(),
             namespace: None,
@@ -64,11 +71,11 @@ impl Fleet {
 
     /// The instance a pod belongs to: `<instance>-<ordinal>`.
     pub fn instance_of_pod(&self, pod: &str) -> Option<usize> {
-        self.names.iter().position(|name| {
-            pod.strip_prefix(name.as_str())
-                .and_then(|rest| rest.strip_prefix('-'))
-                .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
-        })
+        let (name, ordinal) = pod.rsplit_once('-')?;
+        if ordinal.is_empty() || !ordinal.chars().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        self.index.get(name).copied()
     }
 
     fn by_pod(&self, pod: &str) -> Route {
