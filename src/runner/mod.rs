@@ -733,14 +733,21 @@ impl Steps {
     async fn inject(&self, steady: &Steady) -> Result<Injected, String> {
         let kind = self.run.fault.kind;
         let control = self.control_for(kind)?;
+        // One reading of the Nodes for every target (the control-plane check, a partition's
+        // peers).
+        let all = Api::<Node>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| format!("list nodes: {e}"))?
+            .items;
         let mut faults = Vec::new();
         for node in &steady.nodes {
             if !self.settings.allow_control_plane {
-                let n = Api::<Node>::all(self.client.clone())
-                    .get(node)
-                    .await
-                    .map_err(|e| format!("get node {node}: {e}"))?;
-                if remediation::is_control_plane(&n) {
+                let n = all
+                    .iter()
+                    .find(|n| n.metadata.name.as_deref() == Some(node.as_str()))
+                    .ok_or_else(|| format!("get node {node}: not found"))?;
+                if remediation::is_control_plane(n) {
                     return Err(format!(
                         "{} runs on {node}, a control-plane node: refusing to fault it (give --allow-control-plane if that is the point)",
                         steady.pod
@@ -749,7 +756,7 @@ impl Steps {
             }
             control.check_node(node).await.map_err(|e| e.to_string())?;
             let peers = if kind == FaultKind::NetworkPartition {
-                peer_addresses(&self.client, node).await?
+                peer_addresses(&all, node)
             } else {
                 vec![]
             };
@@ -1142,18 +1149,12 @@ fn namespace_name(run: &PlannedRun) -> String {
 }
 
 /// The InternalIP of every other node: what a partition cuts the node off from.
-async fn peer_addresses(client: &Client, node: &str) -> Result<Vec<String>, String> {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let list = nodes
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| format!("list nodes: {e}"))?;
-    Ok(list
-        .items
+fn peer_addresses(nodes: &[Node], node: &str) -> Vec<String> {
+    nodes
         .iter()
         .filter(|n| n.metadata.name.as_deref() != Some(node))
         .flat_map(|n| n.status.iter().flat_map(|s| s.addresses.iter().flatten()))
         .filter(|a| a.type_ == "InternalIP")
         .map(|a| a.address.clone())
-        .collect())
+        .collect()
 }
