@@ -777,6 +777,36 @@ fn a_lock_taken_away_mid_run_stops_heals_and_exits_3() {
     );
 }
 
+/// One line per run that did not pass: its verdict, error, unmet expectations and integrity
+/// evidence — what a failed assertion on an exit code should print (CI keeps only a part of the
+/// output).
+fn not_passed(runs: &[nodedown::report::RunResult]) -> String {
+    use nodedown::report::Verdict;
+    let mut out = String::new();
+    for r in runs.iter().filter(|r| r.verdict != Verdict::Pass) {
+        out.push_str(&format!("\n{}: {:?}", r.id, r.verdict));
+        if let Some(e) = &r.error {
+            out.push_str(&format!("; error: {e}"));
+        }
+        for x in r.expectations.iter().filter(|x| x.verdict != Verdict::Pass) {
+            out.push_str(&format!(
+                "; {} expected {} got {} ({})",
+                x.name, x.expected, x.actual, x.evidence
+            ));
+        }
+        if let Some(i) = &r.integrity {
+            out.push_str(&format!("; integrity {:?}: {}", i.verdict, i.evidence));
+        }
+        let phases: Vec<String> = r
+            .phases
+            .iter()
+            .map(|p| format!("{}@{}", p.name.name(), p.at_ms))
+            .collect();
+        out.push_str(&format!("; phases: {}", phases.join(" ")));
+    }
+    out
+}
+
 fn run_experiment(
     file: &str,
     only: &[&str],
@@ -1201,12 +1231,13 @@ fn local_storage_integrity_is_read_through_the_api() {
 fn a_frozen_node_that_thaws_is_a_zombie_writer_unless_fenced() {
     let _g = lock_cluster();
     let (status, report, dir) = run_experiment("experiments/node-freeze.yaml", &[]);
+    let runs = &report.experiments[0].runs;
     assert_eq!(
         status.code(),
         Some(0),
-        "both variants meet their expectations"
+        "both variants meet their expectations:{}",
+        not_passed(runs)
     );
-    let runs = &report.experiments[0].runs;
     let unfenced = runs
         .iter()
         .find(|r| r.variant == "oos-taint-unfenced")
