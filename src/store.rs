@@ -92,7 +92,7 @@ pub fn load_ledgers(
     dir: &Path,
     run: &PlannedRun,
 ) -> Result<crate::report::assemble::Ledgers, StoreError> {
-    let names = crate::spec::instance_names(&run.workload);
+    let names = crate::spec::members(&run.workload);
     let mut out = crate::report::assemble::Ledgers::new();
     for name in &names {
         if let Some(evidence) = load_ledger(&instance_dir(dir, names.len(), name))? {

@@ -1758,3 +1758,66 @@ fn a_zone_outage_fails_every_instance_over_to_another_zone() {
     }
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// One StatefulSet of three replicas, each on a node of its own (as the run recorded them): the
+/// middle one's node is powered off and tainted; that replica comes back
+/// on the worker without a replica, the other two serve on undisturbed, every replica keeps its
+/// acknowledged writes, and JUnit names the ones the fault left alone.
+#[test]
+fn a_replicated_statefulset_fails_over_one_replica_and_the_others_serve_on() {
+    let _g = lock_cluster();
+    let (status, report, out) = run_experiment(
+        "experiments/replicated-statefulset.yaml",
+        &["out-of-service-taint"],
+    );
+    let runs = &report.experiments[0].runs;
+    assert_eq!(status.code(), Some(0), "{}", not_passed(runs));
+    let r = &runs[0];
+    assert_eq!(r.instances.len(), 3);
+    let starts: Vec<String> = r
+        .instances
+        .iter()
+        .map(|i| i.start_node.clone().expect("each replica's node"))
+        .collect();
+    let mut distinct = starts.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "a node each: {starts:?}");
+    let faulted = &r.instances[1];
+    assert_eq!(faulted.name, "ledger-1");
+    assert!(!faulted.unaffected);
+    assert_eq!(faulted.start_node, r.target_node);
+    let back = faulted
+        .replacement_node
+        .clone()
+        .expect("ledger-1 came back");
+    assert!(
+        !starts.contains(&back),
+        "{back}: a worker without a replica"
+    );
+    for i in [&r.instances[0], &r.instances[2]] {
+        assert!(i.unaffected, "{}", i.name);
+        let x = i
+            .expectations
+            .iter()
+            .find(|x| x.name == "undisturbed")
+            .expect("judged undisturbed");
+        assert_eq!(x.verdict, nodedown::report::Verdict::Pass, "{}", x.evidence);
+    }
+    for i in &r.instances {
+        let integrity = i.integrity.as_ref().expect("each replica's ledger");
+        assert_eq!(
+            integrity.verdict,
+            nodedown::report::Verdict::Pass,
+            "{}",
+            i.name
+        );
+        assert!(integrity.acknowledged > 0, "{}: acks polled", i.name);
+    }
+    let junit = std::fs::read_to_string(out.path().join("run/junit.xml")).unwrap();
+    assert!(
+        junit.contains(r#"name="fleet.unaffected" value="ledger-0,ledger-2""#),
+        "{junit}"
+    );
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}

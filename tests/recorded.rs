@@ -66,7 +66,7 @@ fn tracker_phases_equal_the_stored_phases() {
         for run_dir in nodedown::store::run_dirs(&dir) {
             let (planned, events) = nodedown::store::load_run(&run_dir).unwrap();
             // The run's phases: its one instance's, or a fleet's slowest instance's.
-            let names = nodedown::spec::instance_names(&planned.workload);
+            let names = nodedown::spec::members(&planned.workload);
             let timelines = analyze_fleet(names, &events);
             let tl = &timelines[slowest(&timelines).unwrap()].1;
             if timelines.len() == 1 {
@@ -543,4 +543,69 @@ fn a_lost_write_in_one_instance_fails_the_fleet_and_names_it() {
         };
         assert_eq!(i.verdict, want, "{}", i.name);
     }
+}
+
+/// The replicated recording (`replicated/`: one StatefulSet of three replicas on attaching
+/// storage, the middle one's node powered off, with the taint and with none): each replica is a
+/// member of its own; only the one on the dead node fails over, the other two are judged
+/// `undisturbed` — their pods terminating in the teardown (the namespace deleted after the
+/// failover) do not count — and each keeps its own ledger.
+#[test]
+fn a_replicated_recording_fails_over_one_replica_and_leaves_the_others_undisturbed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/replicated");
+    let report = stored(&dir);
+    for id in [
+        "replicated-statefulset/out-of-service-taint/1",
+        "replicated-statefulset/none/1",
+    ] {
+        let r = run(&report, id);
+        assert_eq!(r.verdict, nodedown::report::Verdict::Pass, "{id}");
+        let names: Vec<&str> = r.instances.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(names, ["ledger-0", "ledger-1", "ledger-2"], "{id}");
+        let mut nodes: Vec<&str> = r
+            .instances
+            .iter()
+            .map(|i| i.start_node.as_deref().unwrap())
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        assert_eq!(nodes.len(), 3, "{id}: a node each");
+        let faulted = &r.instances[1];
+        assert!(!faulted.unaffected, "{id}");
+        assert_eq!(faulted.start_node, r.target_node, "{id}");
+        let fleet = r.fleet.as_ref().unwrap();
+        assert_eq!(fleet.unaffected, ["ledger-0", "ledger-2"], "{id}");
+        for i in [&r.instances[0], &r.instances[2]] {
+            assert!(i.unaffected, "{id} {}", i.name);
+            let names: Vec<&str> = i.expectations.iter().map(|x| x.name.as_str()).collect();
+            assert_eq!(names, ["undisturbed", "integrity"], "{id} {}", i.name);
+            assert!(i
+                .expectations
+                .iter()
+                .all(|x| x.verdict == nodedown::report::Verdict::Pass));
+            // With the taint the failover window stayed open into the teardown (it closes when
+            // the fault is healed): the pod's termination then is on its timeline.
+            assert_eq!(
+                i.phases.iter().any(|p| p.name.name() == "pod-terminating"),
+                id.contains("out-of-service-taint"),
+                "{id} {}: its pod terminated in the teardown",
+                i.name
+            );
+            assert_eq!(i.integrity.as_ref().unwrap().lost_acknowledged, 0);
+        }
+        // The run's own timeline is the faulted replica's.
+        assert_eq!(r.metrics, faulted.metrics, "{id}");
+    }
+    let oos = run(&report, "replicated-statefulset/out-of-service-taint/1");
+    let back = oos.instances[1].replacement_node.as_deref().unwrap();
+    assert!(
+        oos.instances
+            .iter()
+            .all(|i| i.start_node.as_deref() != Some(back)),
+        "the replacement went to the worker without a replica: {back}"
+    );
+    assert_eq!(
+        oos.fleet.as_ref().unwrap().time_to_all_ready_ms,
+        oos.metrics.get("time-to-ready").copied()
+    );
 }

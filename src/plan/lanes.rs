@@ -37,8 +37,8 @@ pub struct Lane {
 }
 
 /// The nodes a run needs: the target and one for the replacement. The same for every fault
-/// and remediation nodedown has (a deleted or partitioned node is still one node); the
-/// workload's pods have no anti-affinity, so replicas do not need a node each.
+/// and remediation nodedown has (a deleted or partitioned node is still one node). A
+/// StatefulSet of several replicas (a node each) never goes in a lane (see [`alone_reason`]).
 pub fn nodes_needed(_run: &PlannedRun) -> usize {
     2
 }
@@ -51,6 +51,12 @@ pub fn alone_reason(run: &PlannedRun, allow_control_plane: bool) -> Option<Strin
             "remediation external: a remediator outside nodedown may act on any node, and what it does to another lane's node would be taken for this run's remediation"
                 .into(),
         );
+    }
+    if run.workload.replicas > 1 {
+        return Some(format!(
+            "replicas: {}: each replica on a node of its own and one more node for the replacement, more than a lane's",
+            run.workload.replicas
+        ));
     }
     if let Some(zone) = &run.fault.target.zone {
         return Some(format!(

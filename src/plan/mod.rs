@@ -79,16 +79,30 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
         WorkloadKind::Ledger => "ledger",
     };
     let target = &run.fault.target.pod(w.kind);
-    let mut out = vec![
-        "check: the run's nodes Ready (all nodes; in a lane, the lane's nodes and the control plane), no out-of-service taint on them, at least two schedulable workers"
-            .to_string(),
+    let workers = if w.replicas > 1 {
         format!(
-            "create: namespace nd-{}-{}-{}-<random>, {} `{app}` ({} replica, {} {} on storage class {}{})",
+            "at least {} schedulable workers (a node for each replica and one for the replacement)",
+            w.replicas + 1
+        )
+    } else {
+        "at least two schedulable workers".to_string()
+    };
+    let replicas = if w.replicas > 1 {
+        format!(
+            "{} replicas, each on a node of its own (required pod anti-affinity), each its own claim and ledger",
+            w.replicas
+        )
+    } else {
+        "1 replica".to_string()
+    };
+    let mut out = vec![
+        format!("check: the run's nodes Ready (all nodes; in a lane, the lane's nodes and the control plane), no out-of-service taint on them, {workers}"),
+        format!(
+            "create: namespace nd-{}-{}-{}-<random>, {} `{app}` ({replicas}, {} {} on storage class {}{})",
             run.experiment,
             run.variant,
             run.repetition,
             w.controller.as_str(),
-            w.replicas,
             w.size,
             w.access_mode.as_str(),
             w.storage_class,
@@ -99,7 +113,12 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
             }
         ),
         format!(
-            "wait: {target} Running and Ready (at most {})",
+            "wait: {} Running and Ready (at most {})",
+            if w.replicas > 1 {
+                format!("{app}-0 to {app}-{}, each on a node of its own", w.replicas - 1)
+            } else {
+                target.to_string()
+            },
             fmt_duration(run.timeouts.steady_state)
         ),
     ];
@@ -176,7 +195,11 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
         fmt_duration(run.timeouts.recovery)
     ));
     if w.kind == WorkloadKind::Ledger {
-        out.push("collect: the ledger, then check it against the acknowledged writes".into());
+        out.push(if w.replicas > 1 {
+            "collect: each replica's ledger, then check it against that replica's acknowledged writes; the replicas the fault did not take are expected undisturbed".into()
+        } else {
+            "collect: the ledger, then check it against the acknowledged writes".into()
+        });
     }
     out.push(format!(
         "heal: undo the fault, remove taints nodedown added, recreate a deleted Node, delete the namespace (at most {} for the node)",

@@ -44,7 +44,13 @@ fn instance_parts(
     ledger: Option<&LedgerEvidence>,
     error: Option<&str>,
 ) -> InstanceParts {
-    let (mut expectations, _) = evaluate(run, &timeline, error);
+    // A member the fault left alone (another replica's node) has nothing to recover: it is
+    // expected to serve on undisturbed.
+    let mut expectations = if timeline.affected() {
+        evaluate(run, &timeline, error).0
+    } else {
+        vec![crate::verdict::undisturbed(&timeline)]
+    };
     let outage = match (ledger, timeline.fault_at_ms) {
         (Some((_, acks)), Some(fault)) => write_outage(acks, fault).map(|o| (o, fault)),
         _ => None,
@@ -173,7 +179,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
         Some(error) => error,
         None => Some(NOT_FINISHED.to_string()),
     };
-    let names = crate::spec::instance_names(&run.workload);
+    let names = crate::spec::members(&run.workload);
     let timelines = analyze_fleet(names, events);
     let fleet = (timelines.len() > 1).then(|| fleet_metrics(&timelines));
     let slowest = slowest(&timelines).unwrap_or(0);
@@ -211,6 +217,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
                 verdict: combine(&p.expectations, error.is_some()),
                 pod: p.timeline.target_pod.clone(),
                 start_node: p.timeline.target_node.clone(),
+                unaffected: !p.timeline.affected(),
                 replacement_node: p.timeline.replacement_node.clone(),
                 phases: phase_results(&p.timeline),
                 metrics: p.timeline.metrics(),
@@ -308,6 +315,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
         instances,
         fleet: fleet.map(|f| FleetResult {
             instances: f.instances,
+            unaffected: f.unaffected,
             recovered: f.recovered,
             time_to_all_ready_ms: f.time_to_all_ready,
             slowest_instance: f.slowest,

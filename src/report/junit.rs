@@ -4,8 +4,8 @@
 //!   duration;
 //! - properties: `id`, `fault`, `remediation`, `verdict`, `profile`, `started`, `target-node`,
 //!   `replacement-node` when known, `lane` and `lane.nodes` in a parallel invocation, for a
-//!   fleet `fleet.instances`, `fleet.recovered`, `fleet.time-to-all-ready` and
-//!   `fleet.slowest-instance`, then `phase.<phase>` and `metric.<metric>` with values in
+//!   fleet `fleet.instances`, `fleet.recovered`, `fleet.time-to-all-ready`,
+//!   `fleet.slowest-instance` and `fleet.unaffected` (replicas no fault took), then `phase.<phase>` and `metric.<metric>` with values in
 //!   milliseconds from the fault (a fleet's: its slowest instance's);
 //! - `Fail` → one `<failure>` (JUnit allows one status element per test case): its message
 //!   lists every failed expectation as `<name>: expected <expected>, got <actual>` (joined by
@@ -163,6 +163,9 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
         }
         if let Some(slowest) = &f.slowest_instance {
             props.push(("fleet.slowest-instance".into(), slowest.clone()));
+        }
+        if !f.unaffected.is_empty() {
+            props.push(("fleet.unaffected".into(), f.unaffected.join(",")));
         }
     }
     props.push(("spec-hash".into(), run.spec_hash.clone()));

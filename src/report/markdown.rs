@@ -460,9 +460,13 @@ fn fleets(out: &mut String, runs: &[RunResult]) {
     }
     let _ = writeln!(
         out,
-        "\n**Fleets** (every instance its own StatefulSet, claim and ledger)\n"
+        "\n**Fleets and replicas** (every instance its own StatefulSet, every member — instance or replica — its own claim and ledger)\n"
     );
     for (r, f) in fleets {
+        if !f.unaffected.is_empty() {
+            replicas(out, r, f);
+            continue;
+        }
         let all = match f.time_to_all_ready_ms {
             Some(ms) => format!("all Ready after {}", crate::units::fmt_ms(ms)),
             None => "not all Ready".to_string(),
@@ -545,6 +549,68 @@ fn fleets(out: &mut String, runs: &[RunResult]) {
             } else {
                 String::new()
             }
+        );
+    }
+}
+
+/// A StatefulSet's replicas, some on nodes no fault took: a line for each (there are at most
+/// ten) — the ones the fault took with their recovery, the others left undisturbed or not.
+fn replicas(out: &mut String, r: &RunResult, f: &crate::report::FleetResult) {
+    let _ = writeln!(
+        out,
+        "- `{}`: {} replicas, {} on faulted nodes ({} recovered), {} elsewhere",
+        r.id,
+        f.instances,
+        f.instances - f.unaffected.len(),
+        f.recovered,
+        f.unaffected.len()
+    );
+    for i in &r.instances {
+        let on = i.start_node.as_deref().unwrap_or("?");
+        let what = if i.unaffected {
+            let served = i
+                .expectations
+                .iter()
+                .find(|x| x.name == "undisturbed")
+                .map_or("not judged", |x| {
+                    if x.verdict == Verdict::Pass {
+                        "served on undisturbed"
+                    } else {
+                        "disturbed"
+                    }
+                });
+            format!("on {on} (not faulted): {served}")
+        } else {
+            match (
+                i.metrics.get(Metric::TimeToReady.name()),
+                i.replacement_node.as_deref(),
+            ) {
+                (Some(ms), Some(to)) => format!(
+                    "on {on} (faulted): Ready again on {to} after {}",
+                    crate::units::fmt_ms(*ms)
+                ),
+                (Some(ms), None) => format!(
+                    "on {on} (faulted): Ready again after {}",
+                    crate::units::fmt_ms(*ms)
+                ),
+                _ => format!("on {on} (faulted): not Ready again"),
+            }
+        };
+        let outage = i
+            .write_outage
+            .as_ref()
+            .map(|o| format!(", write outage {}", crate::units::fmt_ms(o.duration_ms)))
+            .unwrap_or_default();
+        let integrity = i
+            .integrity
+            .as_ref()
+            .map(|x| format!(", integrity {}", x.verdict.as_str()))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  - {} {} {what}{outage}{integrity}",
+            icon(i.verdict),
+            i.name
         );
     }
 }

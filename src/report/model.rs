@@ -198,6 +198,10 @@ pub struct InstanceResult {
     pub pod: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_node: Option<String>,
+    /// No fault took its node (a replica that served on elsewhere): its expectation is to be
+    /// left undisturbed (`undisturbed`), and its ledger's integrity, not a recovery.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unaffected: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replacement_node: Option<String>,
     pub phases: Vec<PhaseResult>,
@@ -215,6 +219,10 @@ pub struct InstanceResult {
 #[serde(rename_all = "camelCase")]
 pub struct FleetResult {
     pub instances: usize,
+    /// The members no fault took — a StatefulSet's replicas that served on nodes the fault left
+    /// alone — by name. The other figures here are over the rest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unaffected: Vec<String>,
     /// How many recovered (a replacement Ready within the failover window).
     pub recovered: usize,
     /// From time zero until every instance was Ready again (`time-to-all-ready`): absent unless

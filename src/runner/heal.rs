@@ -323,7 +323,7 @@ pub fn schedulable_workers(nodes: &[Node]) -> Vec<String> {
 }
 
 /// What makes a cluster unfit for a failover run, one line each (empty: fit). Pure.
-pub fn degraded(nodes: &[Node]) -> Vec<String> {
+pub fn degraded(nodes: &[Node], workers_needed: usize) -> Vec<String> {
     let mut problems = Vec::new();
     let name = |n: &Node| n.metadata.name.clone().unwrap_or_default();
     let not_ready: Vec<String> = nodes
@@ -351,10 +351,16 @@ pub fn degraded(nodes: &[Node]) -> Vec<String> {
         ));
     }
     let schedulable = schedulable_workers(nodes).len();
-    if schedulable < 2 {
-        problems.push(format!(
-            "{schedulable} schedulable worker(s): a failover needs at least two"
-        ));
+    let needed = workers_needed.max(2);
+    if schedulable < needed {
+        problems.push(if needed == 2 {
+            format!("{schedulable} schedulable worker(s): a failover needs at least two")
+        } else {
+            format!(
+                "{schedulable} schedulable worker(s): {} replicas on a node each and one for the replacement need {needed}",
+                needed - 1
+            )
+        });
     }
     problems
 }
@@ -409,12 +415,15 @@ mod tests {
             serde_json::json!({"labels": {"node-role.kubernetes.io/control-plane": ""}}),
         );
         let w = |n: &str| node(n, true, serde_json::json!({}));
-        assert!(degraded(&[cp.clone(), w("w1"), w("w2")]).is_empty());
-        let p = degraded(&[
-            cp.clone(),
-            w("w1"),
-            node("w2", false, serde_json::json!({})),
-        ]);
+        assert!(degraded(&[cp.clone(), w("w1"), w("w2")], 2).is_empty());
+        let p = degraded(
+            &[
+                cp.clone(),
+                w("w1"),
+                node("w2", false, serde_json::json!({})),
+            ],
+            2,
+        );
         assert_eq!(p.len(), 2, "{p:?}");
         assert!(p[0].contains("not Ready: w2"));
         assert!(p[1].contains("1 schedulable worker"));
@@ -423,7 +432,14 @@ mod tests {
             true,
             serde_json::json!({"taints": [{"key": remediation::OUT_OF_SERVICE_KEY, "effect": "NoExecute"}]}),
         );
-        let p = degraded(&[cp, w("w1"), w("w2"), oos]);
+        let p = degraded(&[cp.clone(), w("w1"), w("w2"), oos], 2);
         assert_eq!(p, vec!["out-of-service taint already on: w3".to_string()]);
+        // Three replicas, a node each, and one more for the replacement.
+        let p = degraded(&[cp.clone(), w("w1"), w("w2"), w("w3")], 4);
+        assert_eq!(
+            p,
+            vec!["3 schedulable worker(s): 3 replicas on a node each and one for the replacement need 4".to_string()]
+        );
+        assert!(degraded(&[cp, w("w1"), w("w2"), w("w3"), w("w4")], 4).is_empty());
     }
 }

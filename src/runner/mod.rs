@@ -437,7 +437,8 @@ impl Steps {
     }
 
     /// Checks the cluster is whole before a run: every node Ready, no out-of-service taint, at
-    /// least two schedulable workers (somewhere for the pod to fail over to). Waits up to the
+    /// least two schedulable workers (somewhere for the pod to fail over to; for several
+    /// replicas, a node each and one more). Waits up to the
     /// heal timeout (the previous run's node may still be coming back), then refuses — unless
     /// `--force`, which records what it overrode.
     async fn preflight(&self) -> Result<(), String> {
@@ -464,7 +465,7 @@ impl Steps {
                     })
                     .collect(),
             };
-            let problems = heal::degraded(&mine);
+            let problems = heal::degraded(&mine, self.run.workload.replicas as usize + 1);
             if problems.is_empty() {
                 return Ok(());
             }
@@ -551,7 +552,7 @@ impl Steps {
         });
         let watch = Watch {
             recorder: self.recorder.clone(),
-            fleet: Fleet::new(workload.instance_names()),
+            fleet: Fleet::new(crate::spec::members(&workload.spec)),
             next: 0,
         };
         let watchers = observe::spawn_watchers(
@@ -569,7 +570,7 @@ impl Steps {
             .extend(watchers);
         let mut acks = Vec::new();
         if self.run.workload.kind == WorkloadKind::Ledger {
-            let names = workload.instance_names();
+            let names = crate::spec::members(&workload.spec);
             for name in &names {
                 let dir = store::instance_dir(&self.dir, names.len(), name);
                 std::fs::create_dir_all(&dir)
@@ -606,7 +607,8 @@ impl Steps {
         acks: Option<&[observe::AckPoller]>,
     ) -> Result<Steady, String> {
         let namespace = workload.namespace.as_str();
-        let names = workload.instance_names();
+        let names = crate::spec::members(&workload.spec);
+        let replicated = self.run.workload.replicas > 1;
         // A StatefulSet's target pod by name (each instance's); a Deployment's one pod,
         // whatever its name.
         let targets: Vec<String> = names.iter().map(|n| self.instance_pod(n)).collect();
@@ -625,6 +627,7 @@ impl Steps {
                 "the pod of Deployment {}{on}",
                 crate::workload::app_name(self.run.workload.kind)
             ),
+            _ if replicated => format!("{} replicas, each on a node of its own", names.len()),
             _ => format!("{} pods (one per instance){on}", names.len()),
         };
         self.progress.step(&format!(
@@ -671,7 +674,12 @@ impl Steps {
                 node: p.node.clone().expect("a serving pod has a node"),
             });
         }
-        let pod = serving[0].clone();
+        // The pod the experiment targets: instance 0's, or the replica it names.
+        let pod = serving
+            .iter()
+            .find(|p| replicated && p.name == self.run.fault.target.pod(self.run.workload.kind))
+            .unwrap_or(&serving[0])
+            .clone();
         let node = pod.node.clone().expect("a serving pod has a node");
         // The nodes the fault takes: a zone's schedulable workers, else the target pod's node.
         // Every instance must have started on one of them.
@@ -680,8 +688,25 @@ impl Steps {
         } else {
             vec![node.clone()]
         };
+        if replicated {
+            // Each replica on a node of its own (required pod anti-affinity): say so, or stop.
+            let mut on: Vec<&str> = serving.iter().filter_map(|p| p.node.as_deref()).collect();
+            on.sort_unstable();
+            on.dedup();
+            if on.len() < serving.len() {
+                return Err(format!(
+                    "the replicas do not each have a node of their own: {}",
+                    serving
+                        .iter()
+                        .map(|p| format!("{} on {}", p.name, p.node.as_deref().unwrap_or("?")))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
         let elsewhere: Vec<String> = serving
             .iter()
+            .filter(|_| !replicated)
             .filter(|p| p.node.as_ref().is_none_or(|n| !nodes.contains(n)))
             .map(|p| format!("{} on {}", p.name, p.node.as_deref().unwrap_or("?")))
             .collect();
@@ -908,7 +933,7 @@ impl Steps {
             .step(&format!("observe: waiting for {node} NotReady"));
         if !watch
             .until(fault.recovery_deadline, |f| {
-                f.all(|t| t.has(Phase::NodeNotReady))
+                f.all_affected(|t| t.has(Phase::NodeNotReady))
             })
             .await
         {
@@ -1046,12 +1071,18 @@ impl Steps {
         let n = watch.fleet.names().len();
         self.progress.step(&if n == 1 {
             "recover: waiting for a replacement pod Ready".to_string()
+        } else if self.run.workload.replicas > 1 {
+            format!(
+                "recover: waiting for a replacement Ready for the replica on {} (the other {} serve on)",
+                fault.nodes.join(", "),
+                n - 1
+            )
         } else {
             format!("recover: waiting for a replacement pod Ready for each of {n} instances")
         });
         if !watch
             .until(fault.recovery_deadline, |f| {
-                f.all(|t| t.has(Phase::ReplacementReady))
+                f.all_affected(|t| t.has(Phase::ReplacementReady))
             })
             .await
         {
@@ -1105,6 +1136,10 @@ impl Steps {
     /// Instance `name`'s pod that the experiment's target names (`nodeOf: ledger-0` is
     /// `ledger-i3-0` in instance `ledger-i3`).
     fn instance_pod(&self, name: &str) -> String {
+        if self.run.workload.replicas > 1 {
+            // Each replica is a member of its own (see `spec::members`).
+            return name.to_string();
+        }
         let target = self.run.fault.target.pod(self.run.workload.kind);
         let base = crate::workload::app_name(self.run.workload.kind);
         match target.strip_prefix(base) {

@@ -317,16 +317,37 @@ impl Checker<'_> {
                 "write `controller: Deployment`, or remove `strategy`",
             ));
         }
-        if workload.replicas != 1 {
+        if workload.replicas == 0 || workload.replicas > super::load::MAX_REPLICAS {
             let problem = if workload.replicas == 0 {
                 "`replicas: 0` runs no pod, so there is nothing to fail over".to_string()
             } else {
                 format!(
-                    "`replicas: {}`: more than one replica is not supported yet",
-                    workload.replicas
+                    "`replicas: {}`: a StatefulSet here has from 1 to {} replicas (each on a node of its own)",
+                    workload.replicas,
+                    super::load::MAX_REPLICAS
                 )
             };
-            return Err(self.fail(&format!("{path}.replicas"), problem, "write `replicas: 1`"));
+            return Err(self.fail(
+                &format!("{path}.replicas"),
+                problem,
+                "write e.g. `replicas: 3`, or remove `replicas` for one",
+            ));
+        }
+        if workload.replicas > 1 {
+            let with = if workload.controller != super::model::Controller::StatefulSet {
+                Some("a Deployment (its one claim cannot serve several pods)")
+            } else if workload.instances > 1 {
+                Some("`instances` (a fleet of replicated StatefulSets is not supported yet)")
+            } else {
+                None
+            };
+            if let Some(with) = with {
+                return Err(self.fail(
+                    &format!("{path}.replicas"),
+                    format!("`replicas: {}` with {with}", workload.replicas),
+                    "write `replicas: 1`, or use one StatefulSet (`controller: StatefulSet`, no `instances`)",
+                ));
+            }
         }
         if workload.instances == 0 || workload.instances > super::load::MAX_INSTANCES {
             return Err(self.fail(

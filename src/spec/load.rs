@@ -261,6 +261,10 @@ pub fn statefulset_name(kind: WorkloadKind) -> &'static str {
 /// The most instances one run may have (`workload.instances`).
 pub const MAX_INSTANCES: u32 = 100;
 
+/// The most replicas of the workload's StatefulSet (`workload.replicas`): each needs a node of
+/// its own (required pod anti-affinity), and one more node takes the replacement.
+pub const MAX_REPLICAS: u32 = 10;
+
 /// The names of a workload's instances, in order: its StatefulSets. One instance is `<kind>`
 /// (as it always was); a fleet's instance i ≥ 1 is `<kind>-i<i>`, so that its pods
 /// (`<kind>-i<i>-<ordinal>`) never take the name of instance 0's replicas (`<kind>-<ordinal>`).
@@ -275,6 +279,20 @@ pub fn instance_names(workload: &super::WorkloadSpec) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The members of a run's workload, each followed by its own tracker, ack poller, ledger and
+/// verdict: the instances (`instance_names`), or, for one StatefulSet with several replicas,
+/// its pods (`<kind>-0`, `<kind>-1`, …: each replica has its own claim and ledger).
+pub fn members(workload: &super::WorkloadSpec) -> Vec<String> {
+    let names = instance_names(workload);
+    if workload.replicas > 1 && names.len() == 1 {
+        (0..workload.replicas)
+            .map(|i| format!("{}-{i}", names[0]))
+            .collect()
+    } else {
+        names
+    }
 }
 
 fn is_yaml_name(path: &Path) -> bool {
@@ -1044,10 +1062,23 @@ mod tests {
         }
         assert!(parse(&with("repeat: 100\n")).is_ok());
 
-        let e = err("name: x\nworkload:\n  kind: writer\n  replicas: 3\nfault: {kind: node-shutdown, target: {nodeOf: writer-0}}\n");
+        let three = "name: x\nworkload:\n  kind: writer\n  replicas: 3\nfault: {kind: node-shutdown, target: {nodeOf: writer-1}}\n";
+        let exp = parse(three).expect("three replicas, the second one's node targeted");
+        assert_eq!(
+            members(&exp.workload),
+            ["writer-0", "writer-1", "writer-2"],
+            "each replica is a member of its own"
+        );
+        let e = err(&three.replace("replicas: 3", "replicas: 11"));
         assert_eq!(e.field(), Some("workload.replicas"));
         assert_eq!(e.line(), Some(4));
+        assert!(e.to_string().contains("from 1 to 10 replicas"), "{e}");
+        let e = err(&three.replace("replicas: 3", "replicas: 3\n  instances: 2"));
+        assert_eq!(e.field(), Some("workload.replicas"));
         assert!(e.to_string().contains("not supported yet"), "{e}");
+        let e = err(&three.replace("replicas: 3", "replicas: 3\n  controller: Deployment"));
+        assert_eq!(e.field(), Some("workload.replicas"));
+        assert!(e.to_string().contains("Deployment"), "{e}");
 
         let e = err("name: x\nworkload: {kind: writer, size: 1GB}\nfault: {kind: node-shutdown, target: {nodeOf: writer-0}}\n");
         assert_eq!(e.field(), Some("workload.size"));

@@ -69,8 +69,12 @@ impl Fleet {
         &self.trackers
     }
 
-    /// The instance a pod belongs to: `<instance>-<ordinal>`.
+    /// The member a pod belongs to: the pod itself when each replica is a member (see
+    /// `spec::members`), else its instance, `<instance>-<ordinal>`.
     pub fn instance_of_pod(&self, pod: &str) -> Option<usize> {
+        if let Some(i) = self.index.get(pod) {
+            return Some(*i);
+        }
         let (name, ordinal) = pod.rsplit_once('-')?;
         if ordinal.is_empty() || !ordinal.chars().all(|c| c.is_ascii_digit()) {
             return None;
@@ -146,6 +150,12 @@ impl Fleet {
         self.trackers.iter().all(done)
     }
 
+    /// Whether `done` holds for every instance the fault took (see [`Timeline::affected`]):
+    /// a replica on a node the fault left alone has nothing to wait for.
+    pub fn all_affected(&self, done: impl Fn(&Tracker) -> bool) -> bool {
+        self.trackers.iter().filter(|t| t.affected()).all(done)
+    }
+
     /// Every instance's timeline, with its name, in order.
     pub fn timelines(&self) -> Vec<(String, Timeline)> {
         self.names
@@ -165,15 +175,23 @@ pub fn analyze_fleet(names: Vec<String>, events: &[Event]) -> Vec<(String, Timel
     fleet.timelines()
 }
 
-/// The instance whose timeline is the run's: the first (in order) that did not recover, else
-/// the one Ready last (the first of equals). `None` for no instances.
+/// The instance whose timeline is the run's: among those the fault took (see
+/// [`Timeline::affected`]), the first (in order) that did not recover, else the one Ready last
+/// (the first of equals). `None` for no instances, or none the fault took.
 pub fn slowest(timelines: &[(String, Timeline)]) -> Option<usize> {
-    if let Some(i) = timelines.iter().position(|(_, t)| !t.recovered()) {
+    let affected = |(_, t): &(usize, &(String, Timeline))| t.1.affected();
+    if let Some((i, _)) = timelines
+        .iter()
+        .enumerate()
+        .filter(affected)
+        .find(|(_, (_, t))| !t.recovered())
+    {
         return Some(i);
     }
     timelines
         .iter()
         .enumerate()
+        .filter(affected)
         .max_by(|(ia, (_, a)), (ib, (_, b))| {
             let at = |t: &Timeline| t.metric(Metric::TimeToReady).unwrap_or(0);
             at(a).cmp(&at(b)).then(ib.cmp(ia))
@@ -242,6 +260,9 @@ pub fn phase_window(timelines: &[(String, Timeline)], phase: Phase) -> Option<Ph
 #[derive(Debug, Clone, PartialEq)]
 pub struct FleetMetrics {
     pub instances: usize,
+    /// The members no fault took (replicas that served on other nodes), by name; the other
+    /// figures are over the rest.
+    pub unaffected: Vec<String>,
     /// How many instances recovered (a replacement Ready in the failover window).
     pub recovered: usize,
     /// From the fault until every instance was Ready again: the largest `time-to-ready`, only
@@ -255,8 +276,25 @@ pub struct FleetMetrics {
     pub windows: Vec<PhaseWindow>,
 }
 
-/// The fleet's metrics over its instances' timelines.
-pub fn fleet_metrics(timelines: &[(String, Timeline)]) -> FleetMetrics {
+/// The fleet's metrics over its instances' timelines: over those the fault took, when it left
+/// some alone (a StatefulSet's replicas on other nodes: named in `unaffected`).
+pub fn fleet_metrics(all: &[(String, Timeline)]) -> FleetMetrics {
+    let unaffected: Vec<String> = all
+        .iter()
+        .filter(|(_, t)| !t.affected())
+        .map(|(n, _)| n.clone())
+        .collect();
+    let some;
+    let timelines = if unaffected.is_empty() {
+        all
+    } else {
+        some = all
+            .iter()
+            .filter(|(_, t)| t.affected())
+            .cloned()
+            .collect::<Vec<_>>();
+        some.as_slice()
+    };
     let recovered = timelines.iter().filter(|(_, t)| t.recovered()).count();
     let ready: Vec<Option<u64>> = timelines
         .iter()
@@ -291,7 +329,8 @@ pub fn fleet_metrics(timelines: &[(String, Timeline)]) -> FleetMetrics {
         })
         .collect();
     FleetMetrics {
-        instances: timelines.len(),
+        instances: all.len(),
+        unaffected,
         recovered,
         time_to_all_ready,
         slowest: slowest(timelines).map(|i| timelines[i].0.clone()),
@@ -525,6 +564,147 @@ mod tests {
         assert!(
             !tls[0].1.has(Phase::MultiAttachError),
             "not another instance's"
+        );
+    }
+
+    // A synthetic StatefulSet of three replicas (written by hand, not recorded): ledger-0 on
+    // w1, ledger-1 on w2, ledger-2 on w3; w2 is powered off, tainted, and ledger-1 comes back
+    // on w4. The other two serve on; ledger-2's container restarts meanwhile in `restart`.
+    fn replica_events(restart: bool) -> Vec<Event> {
+        let mut e = vec![ev(
+            0,
+            EventKind::RunScope {
+                namespace: "ns".into(),
+                lane: None,
+                nodes: vec![],
+            },
+        )];
+        for (i, node) in ["w1", "w2", "w3"].iter().enumerate() {
+            let p = format!("ledger-{i}");
+            e.push(ev(20, pod(&p, &format!("old{i}"), node, true, false)));
+            e.push(ev(
+                40,
+                EventKind::WorkloadReady {
+                    pod: p,
+                    uid: format!("old{i}"),
+                    node: node.to_string(),
+                },
+            ));
+        }
+        e.push(ev(
+            1000,
+            EventKind::FaultInjected {
+                fault: crate::vocab::FaultKind::NodeShutdown,
+                node: "w2".into(),
+                basis: crate::timeline::TimeZeroBasis::CommandReturned,
+                backend: None,
+                returned_ms: None,
+            },
+        ));
+        e.push(ev(
+            6000,
+            EventKind::NodeReady {
+                node: "w2".into(),
+                status: crate::timeline::ConditionStatus::Unknown,
+                reason: None,
+            },
+        ));
+        e.push(ev(
+            8000,
+            EventKind::RemediationApplied {
+                remediation: "out-of-service-taint".into(),
+                node: "w2".into(),
+                detail: "taint".into(),
+            },
+        ));
+        e.push(ev(
+            9000,
+            EventKind::PodDeleted {
+                pod: "ledger-1".into(),
+                uid: "old1".into(),
+                node: Some("w2".into()),
+            },
+        ));
+        if restart {
+            e.push(ev(9500, pod("ledger-2", "old2", "w3", false, true)));
+        }
+        e.push(ev(12_000, pod("ledger-1", "new1", "w4", true, false)));
+        // The teardown deletes the namespace: every pod terminates, nobody's failover.
+        e.push(ev(
+            20_000,
+            EventKind::Stage {
+                stage: crate::timeline::Stage::Heal,
+            },
+        ));
+        e.push(ev(20_500, pod("ledger-0", "old0", "w1", true, true)));
+        e.push(ev(60_000, EventKind::RecoveryTimeout { after_ms: 59_000 }));
+        e
+    }
+
+    fn replica_names() -> Vec<String> {
+        (0..3).map(|i| format!("ledger-{i}")).collect()
+    }
+
+    #[test]
+    fn each_replica_is_its_own_member_and_only_the_faulted_one_fails_over() {
+        let f = Fleet::new(replica_names());
+        assert_eq!(f.instance_of_pod("ledger-1"), Some(1), "by its own name");
+        assert_eq!(f.instance_of_pod("ledger-3"), None);
+        let tls = analyze_fleet(replica_names(), &replica_events(false));
+        let affected: Vec<bool> = tls.iter().map(|(_, t)| t.affected()).collect();
+        assert_eq!(affected, [false, true, false]);
+        let (_, one) = &tls[1];
+        assert_eq!(one.metric(Metric::TimeToReady), Some(11_000));
+        assert_eq!(one.replacement_node.as_deref(), Some("w4"));
+        for i in [0, 2] {
+            let (name, tl) = &tls[i];
+            assert!(!tl.has(Phase::NodeNotReady), "{name}: not its node");
+            assert!(!tl.has(Phase::ReplacementCreated), "{name}");
+            assert!(!tl.has(Phase::RemediationApplied), "{name}: not its node's");
+        }
+        let m = fleet_metrics(&tls);
+        assert_eq!(m.instances, 3);
+        assert_eq!(m.unaffected, ["ledger-0", "ledger-2"]);
+        assert_eq!((m.recovered, m.time_to_all_ready), (1, Some(11_000)));
+        assert_eq!(m.slowest.as_deref(), Some("ledger-1"));
+        assert_eq!(
+            slowest(&tls),
+            Some(1),
+            "an undisturbed replica never is the run's"
+        );
+
+        let mut live = Fleet::new(replica_names());
+        for e in replica_events(false) {
+            live.observe(&e);
+        }
+        assert!(live.all_affected(|t| t.has(Phase::ReplacementReady)));
+        assert!(!live.all(|t| t.has(Phase::ReplacementReady)));
+    }
+
+    #[test]
+    fn a_replica_on_a_node_no_fault_took_is_judged_undisturbed() {
+        let tls = analyze_fleet(replica_names(), &replica_events(false));
+        let x = crate::verdict::undisturbed(&tls[0].1);
+        assert_eq!(x.verdict, crate::report::Verdict::Pass, "{}", x.evidence);
+        assert!(
+            x.evidence
+                .contains("ledger-0 on w1, which no fault took (w2)"),
+            "{}",
+            x.evidence
+        );
+        assert!(
+            x.evidence
+                .contains("until the teardown began 19.0s after the fault"),
+            "its pod terminating in the teardown is not a disturbance: {}",
+            x.evidence
+        );
+        let tls = analyze_fleet(replica_names(), &replica_events(true));
+        let x = crate::verdict::undisturbed(&tls[2].1);
+        assert_eq!(x.verdict, crate::report::Verdict::Fail);
+        assert!(
+            x.evidence.contains("pod-terminating at 8.5s"),
+            "{}",
+            x.evidence
         );
     }
 

@@ -259,6 +259,11 @@ pub struct TimeZero {
 pub struct Timeline {
     /// The node the fault acted on.
     pub target_node: Option<String>,
+    /// Every node a fault took (its `fault-injected` events), in order.
+    pub faulted_nodes: Vec<String>,
+    /// When the harness began undoing the run (its `heal` stage), ms from the fault: what
+    /// happens to the workload from then on is the teardown's doing, not the failover's.
+    pub heal_at_ms: Option<u64>,
     /// The workload pod on the target node (from the last `workload-ready` before the fault).
     pub target_pod: Option<String>,
     /// The uid of the target pod before the fault: the old pod.
@@ -348,6 +353,16 @@ impl Timeline {
     /// A replacement pod became Ready within the failover window.
     pub fn recovered(&self) -> bool {
         self.has(Phase::ReplacementReady)
+    }
+
+    /// Whether the fault took this workload's node: true without a fault or before knowing
+    /// the workload's node, false for a replica that served on a node no fault took (one
+    /// StatefulSet's other replicas): it has nothing to recover from.
+    pub fn affected(&self) -> bool {
+        match &self.target_node {
+            Some(node) if !self.faulted_nodes.is_empty() => self.faulted_nodes.contains(node),
+            _ => true,
+        }
     }
 
     /// The failover window closed (recovery timeout or fault healed) within the events.
@@ -457,6 +472,11 @@ impl Tracker {
         self.first.contains_key(&phase)
     }
 
+    /// Whether the fault took this workload's node so far (see [`Timeline::affected`]).
+    pub fn affected(&self) -> bool {
+        self.tl.affected()
+    }
+
     /// The timeline so far.
     pub fn timeline(&self) -> Timeline {
         let mut tl = self.tl.clone();
@@ -535,7 +555,15 @@ impl Tracker {
             EventKind::NodeDeleted { node } => {
                 self.nodes.remove(node);
             }
+            EventKind::FaultInjected { node, .. } if !self.tl.faulted_nodes.contains(node) => {
+                self.tl.faulted_nodes.push(node.clone());
+            }
             EventKind::Stage { stage } => {
+                if *stage == crate::timeline::Stage::Heal && self.tl.heal_at_ms.is_none() {
+                    if let Some(f) = self.tl.fault_at_ms {
+                        self.tl.heal_at_ms = Some(e.at_ms.saturating_sub(f));
+                    }
+                }
                 if let Some((name, from)) = self.stage.take() {
                     self.tl.stages.push((name, e.at_ms.saturating_sub(from)));
                 }

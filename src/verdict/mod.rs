@@ -99,15 +99,29 @@ pub fn combine(results: &[ExpectationResult], harness_error: bool) -> Verdict {
 /// could not decide it, else Pass. `actual` is the first failing (else undecided, else the
 /// last) instance's, named; the evidence names every instance that did not pass.
 pub fn combine_instances(per: &[(&str, &[ExpectationResult])]) -> Vec<ExpectationResult> {
-    let Some((_, first)) = per.first() else {
-        return vec![];
-    };
-    first
-        .iter()
+    // Every expectation any member has, in the order they first appear (the members a fault
+    // left alone have `undisturbed` instead of the recovery's).
+    let mut wanted: Vec<&ExpectationResult> = Vec::new();
+    for (_, rs) in per {
+        for r in rs.iter() {
+            if !wanted
+                .iter()
+                .any(|w| w.name == r.name && w.expected == r.expected)
+            {
+                wanted.push(r);
+            }
+        }
+    }
+    wanted
+        .into_iter()
         .map(|want| {
             let each: Vec<(&str, &ExpectationResult)> = per
                 .iter()
-                .filter_map(|(n, rs)| rs.iter().find(|r| r.name == want.name).map(|r| (*n, r)))
+                .filter_map(|(n, rs)| {
+                    rs.iter()
+                        .find(|r| r.name == want.name && r.expected == want.expected)
+                        .map(|r| (*n, r))
+                })
                 .collect();
             let find = |v: Verdict| each.iter().find(|(_, r)| r.verdict == v);
             let (verdict, (who, shown)) = match (find(Verdict::Fail), find(Verdict::Unknown)) {
@@ -138,6 +152,70 @@ pub fn combine_instances(per: &[(&str, &[ExpectationResult])]) -> Vec<Expectatio
             }
         })
         .collect()
+}
+
+/// The phases that show a workload pod was disturbed: ended, restarted or replaced.
+const DISTURBED: [Phase; 5] = [
+    Phase::PodTerminating,
+    Phase::PodShutDownByKubelet,
+    Phase::OldPodDeleted,
+    Phase::ContainerRestarted,
+    Phase::ReplacementCreated,
+];
+
+/// The expectation of a member whose node no fault took (another replica of the StatefulSet):
+/// `undisturbed` — its pod served on, never terminating, restarted or replaced, from the fault
+/// until the harness began its teardown (the `heal` stage deletes the run's namespace).
+/// Unknown when its pod or the fault was never seen.
+pub fn undisturbed(tl: &Timeline) -> ExpectationResult {
+    let pod = tl.target_pod.as_deref().unwrap_or("its pod");
+    let node = tl.target_node.as_deref().unwrap_or("its node");
+    let before_teardown = |ms: &u64| tl.heal_at_ms.is_none_or(|h| *ms < h);
+    let hit: Vec<String> = DISTURBED
+        .iter()
+        .filter_map(|p| {
+            tl.at(*p)
+                .filter(before_teardown)
+                .map(|ms| format!("{} at {}", p.name(), fmt_ms(ms)))
+        })
+        .collect();
+    let (verdict, actual, evidence) = if tl.target_pod.is_none() || tl.fault_at_ms.is_none() {
+        (
+            Verdict::Unknown,
+            "unknown".to_string(),
+            "the pod was never seen serving before a fault".to_string(),
+        )
+    } else if hit.is_empty() {
+        let observed = match (tl.heal_at_ms, tl.observed_ms) {
+            (Some(ms), _) => format!(" until the teardown began {} after the fault", fmt_ms(ms)),
+            (None, Some(ms)) => format!(" for the {} observed", fmt_ms(ms)),
+            (None, None) => String::new(),
+        };
+        (
+            Verdict::Pass,
+            "true".to_string(),
+            format!(
+                "{pod} on {node}, which no fault took ({}), served on{observed}: never terminating, restarted or replaced",
+                tl.faulted_nodes.join(", ")
+            ),
+        )
+    } else {
+        (
+            Verdict::Fail,
+            "false".to_string(),
+            format!(
+                "{pod} on {node}, which no fault took, was disturbed: {}",
+                hit.join(", ")
+            ),
+        )
+    };
+    ExpectationResult {
+        name: "undisturbed".into(),
+        expected: "true".into(),
+        actual,
+        verdict,
+        evidence,
+    }
 }
 
 struct Ctx<'a> {

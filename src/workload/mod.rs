@@ -520,8 +520,9 @@ pub fn place(pod: &mut k8s_openapi::api::core::v1::PodSpec, nodes: &[String], ho
             ]}
         }]);
     }
-    pod.affinity =
-        Some(serde_json::from_value(json!({ "nodeAffinity": affinity })).expect("valid affinity"));
+    pod.affinity
+        .get_or_insert_with(Default::default)
+        .node_affinity = Some(serde_json::from_value(affinity).expect("valid node affinity"));
 }
 
 /// Creates `obj` in namespace `ns`; `what` names its kind in the error.
@@ -601,6 +602,19 @@ pub fn deployment(spec: &WorkloadSpec, image: &str, pull_never: bool, run_id: &s
 
 /// The StatefulSet of instance `name` (see `spec::instance_names`): its pods carry `app` (the
 /// workload's, which the watchers select) and the instance label (its own selector with it).
+/// Several replicas each on a node of their own, as a replicated database is run: a required
+/// pod anti-affinity on the hostname among the StatefulSet's pods (the replacement of the one
+/// on the dead node then goes to a node without a replica). `null` for one replica.
+fn spread(spec: &WorkloadSpec, app: &str, name: &str) -> serde_json::Value {
+    if spec.replicas <= 1 {
+        return serde_json::Value::Null;
+    }
+    json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": {"app": app, INSTANCE_LABEL: name}}
+    }]}})
+}
+
 pub fn statefulset(
     spec: &WorkloadSpec,
     name: &str,
@@ -621,7 +635,8 @@ pub fn statefulset(
                 "metadata": {"labels": labels},
                 "spec": {
                     "terminationGracePeriodSeconds": 5,
-                    "containers": [container(spec.kind, app, image, pull_never, env)]
+                    "containers": [container(spec.kind, app, image, pull_never, env)],
+                    "affinity": spread(spec, app, name),
                 }
             },
             "volumeClaimTemplates": [{
