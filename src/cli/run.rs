@@ -191,6 +191,9 @@ fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> st
             let run_dir = out.join(&r.id);
             if run_dir.is_dir() {
                 std::fs::write(run_dir.join("timeline.svg"), report::svg::run(r))?;
+                if let Some(svg) = report::svg::instances(r) {
+                    std::fs::write(run_dir.join("instances.svg"), svg)?;
+                }
             }
         }
     }

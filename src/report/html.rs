@@ -55,7 +55,18 @@ fn run_section(out: &mut String, r: &RunResult) {
         );
     }
     let _ = writeln!(out, "</table>");
-    let _ = writeln!(out, "<table><tr><th>phase</th><th>from the fault</th></tr>");
+    if let Some(svg) = super::svg::instances(r) {
+        instances(out, r, &svg);
+    }
+    let _ = writeln!(
+        out,
+        "<table><tr><th>phase{}</th><th>from the fault</th></tr>",
+        r.fleet
+            .as_ref()
+            .and_then(|f| f.slowest_instance.as_deref())
+            .map(|s| format!(" (the run's: {})", xml_escape(s)))
+            .unwrap_or_default()
+    );
     for p in &r.phases {
         let at = match p.since_ms {
             Some(s) => format!("{}–{} (watch gap)", fmt_ms(s), fmt_ms(p.at_ms)),
@@ -74,6 +85,40 @@ fn run_section(out: &mut String, r: &RunResult) {
         );
     }
     let _ = writeln!(out, "</section>");
+}
+
+/// A fleet run's instances (or replicas): a swimlane each on one shared axis, and a row each
+/// with where it started and went, when it was Ready, its integrity and its verdict.
+fn instances(out: &mut String, r: &RunResult, svg: &str) {
+    let _ = writeln!(
+        out,
+        "<h4>{} instances</h4>{svg}<table><tr><th>instance</th><th>verdict</th><th>started on</th><th>back on</th><th>time-to-ready</th><th>write outage</th><th>integrity</th></tr>",
+        r.instances.len()
+    );
+    for i in &r.instances {
+        let back = match (i.unaffected, i.replacement_node.as_deref()) {
+            (true, _) => "not faulted".to_string(),
+            (false, Some(n)) => xml_escape(n),
+            (false, None) => "—".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr class=\"instance\"><td>{}</td><td>{}</td><td>{}</td><td>{back}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            xml_escape(&i.name),
+            badge(i.verdict),
+            xml_escape(i.start_node.as_deref().unwrap_or("—")),
+            i.metrics
+                .get(Metric::TimeToReady.name())
+                .map_or("—".into(), |ms| fmt_ms(*ms)),
+            i.write_outage
+                .as_ref()
+                .map_or("—".into(), |o| fmt_ms(o.duration_ms)),
+            i.integrity
+                .as_ref()
+                .map_or("—".to_string(), |x| badge(x.verdict)),
+        );
+    }
+    let _ = writeln!(out, "</table>");
 }
 
 /// The whole report as one HTML page.
@@ -158,5 +203,37 @@ mod tests {
         assert!(html.contains(r#"class="phase""#));
         assert!(html.contains("split brain"));
         assert_eq!(html.matches("<section class=\"run\"").count(), 2);
+        assert!(!html.contains(r#"<g class="instance""#), "no fleet here");
+    }
+
+    /// A fleet run (the recorded ten ledgers): a swimlane per instance on one axis and a table
+    /// row per instance; the replicated recording marks the replicas no fault took.
+    #[test]
+    fn a_fleet_gets_a_swimlane_per_instance() {
+        let load = |name: &str| {
+            let path = format!(
+                "{}/tests/fixtures/runs/{name}/results.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            crate::report::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+        };
+        let rep = load("fleet");
+        let fleet_runs: usize = rep.experiments[0]
+            .runs
+            .iter()
+            .map(|r| r.instances.len())
+            .sum();
+        assert_eq!(fleet_runs, 20, "two runs of ten instances");
+        let html = render(&rep);
+        assert_eq!(html.matches(r#"<g class="instance""#).count(), 20);
+        assert_eq!(html.matches(r#"<tr class="instance">"#).count(), 20);
+        assert!(html.contains(r#"data-id="ledger-i9""#));
+        let rep = load("replicated");
+        let html = render(&rep);
+        assert_eq!(
+            html.matches("not faulted").count(),
+            2 * 2 * 2,
+            "2 runs × 2 replicas × (lane + table)"
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! per experiment that stacks its runs on a shared axis so remediations compare at a glance.
 
 use super::text::xml_escape;
-use super::{ExperimentResult, RunResult, Verdict};
+use super::{ExperimentResult, InstanceResult, PhaseResult, RunResult, Verdict, WriteOutage};
 use crate::timeline::Phase;
 use crate::units::fmt_ms;
 use std::fmt::Write;
@@ -11,7 +11,9 @@ use std::fmt::Write;
 const LEFT: u32 = 250;
 const RIGHT: u32 = 40;
 const PLOT: u32 = 760;
+/// A run's row height; an instance's (a fleet has up to 100) is [`INSTANCE_ROW`].
 const ROW: u32 = 64;
+const INSTANCE_ROW: u32 = 40;
 const TOP: u32 = 40;
 
 /// The color of a phase mark: the node going away, the remediation, the old pod, the
@@ -38,15 +40,15 @@ fn color(phase: Phase) -> &'static str {
     }
 }
 
-/// The time axis end: the latest thing any of the runs shows, rounded up to 10 s.
-fn axis_ms(runs: &[&RunResult]) -> u64 {
-    let last = runs
+/// The time axis end: the latest thing any of the rows shows, rounded up to 10 s.
+fn axis_ms(rows: &[Row<'_>]) -> u64 {
+    let last = rows
         .iter()
         .flat_map(|r| {
             r.phases
                 .iter()
                 .map(|p| p.at_ms)
-                .chain(r.write_outage.iter().map(|o| o.until_ms.max(0) as u64))
+                .chain(r.outage.iter().map(|o| o.until_ms.max(0) as u64))
         })
         .max()
         .unwrap_or(0);
@@ -57,8 +59,58 @@ fn x(ms: i64, axis: u64) -> f64 {
     LEFT as f64 + (ms.max(0) as f64 / axis as f64) * PLOT as f64
 }
 
-fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
-    let mid = y + ROW / 2;
+/// One row of a picture: a run, or one instance of a fleet run.
+struct Row<'a> {
+    /// `class` of the row's group: `run` or `instance`.
+    class: &'static str,
+    id: &'a str,
+    verdict: Verdict,
+    label: String,
+    /// The second line under the label.
+    sub: String,
+    phases: &'a [PhaseResult],
+    outage: Option<&'a WriteOutage>,
+    height: u32,
+}
+
+impl<'a> Row<'a> {
+    fn of_run(r: &'a RunResult, label: String) -> Row<'a> {
+        Row {
+            class: "run",
+            id: &r.id,
+            verdict: r.verdict,
+            label,
+            sub: r.remediation.clone(),
+            phases: &r.phases,
+            outage: r.write_outage.as_ref(),
+            height: ROW,
+        }
+    }
+
+    fn of_instance(i: &'a InstanceResult) -> Row<'a> {
+        let from = i.start_node.as_deref().unwrap_or("?");
+        let sub = match (i.unaffected, i.replacement_node.as_deref()) {
+            (true, _) => format!("{from}, not faulted"),
+            (false, Some(to)) => format!("{from} → {to}"),
+            (false, None) => from.to_string(),
+        };
+        Row {
+            class: "instance",
+            id: &i.name,
+            verdict: i.verdict,
+            label: i.name.clone(),
+            sub,
+            phases: &i.phases,
+            outage: i.write_outage.as_ref(),
+            height: INSTANCE_ROW,
+        }
+    }
+}
+
+fn row(out: &mut String, r: &Row<'_>, y: u32, axis: u64) {
+    let h = r.height;
+    let (label, phases) = (&r.label, r.phases);
+    let mid = y + h / 2;
     let verdict = match r.verdict {
         Verdict::Pass => "pass",
         Verdict::Fail => "fail",
@@ -66,24 +118,24 @@ fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
     };
     let _ = writeln!(
         out,
-        r#"<g class="run" data-id="{}" data-verdict="{verdict}">"#,
-        xml_escape(&r.id)
+        r#"<g class="{}" data-id="{}" data-verdict="{verdict}">"#,
+        r.class,
+        xml_escape(r.id)
     );
     let _ = writeln!(
         out,
-        r##"<text x="8" y="{}" font-size="13">{}</text><text x="8" y="{}" font-size="11" fill="#666">{} · {verdict}</text>"##,
+        r##"<text x="8" y="{}" font-size="13">{}</text><text x="8" y="{}" font-size="11" fill="#666">{verdict} · {}</text>"##,
         mid - 4,
         xml_escape(label),
         mid + 12,
-        xml_escape(&r.remediation)
+        xml_escape(&r.sub)
     );
     // The fault window: from time zero until the fault was healed (or the last phase).
-    let healed = r
-        .phases
+    let healed = phases
         .iter()
         .find(|p| p.name == Phase::FaultHealed)
         .map(|p| p.at_ms)
-        .or_else(|| r.phases.iter().map(|p| p.at_ms).max())
+        .or_else(|| phases.iter().map(|p| p.at_ms).max())
         .unwrap_or(0);
     let _ = writeln!(
         out,
@@ -91,10 +143,10 @@ fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
         x(0, axis),
         y + 8,
         (x(healed as i64, axis) - x(0, axis)).max(1.0),
-        ROW - 16,
+        h - 16,
         fmt_ms(healed)
     );
-    if let Some(o) = &r.write_outage {
+    if let Some(o) = r.outage {
         let _ = writeln!(
             out,
             r##"<rect class="write-outage" x="{:.1}" y="{}" width="{:.1}" height="8" fill="#e74c3c" opacity="0.6"><title>write outage {} ({}–{} from the fault)</title></rect>"##,
@@ -106,7 +158,7 @@ fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
             o.until_ms
         );
     }
-    for p in &r.phases {
+    for p in phases {
         let px = x(p.at_ms as i64, axis);
         let title = match p.since_ms {
             Some(s) => format!(
@@ -122,7 +174,7 @@ fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
             r#"<line class="phase" data-phase="{}" x1="{px:.1}" x2="{px:.1}" y1="{}" y2="{}" stroke="{}" stroke-width="2"{}><title>{}</title></line>"#,
             p.name,
             y + 6,
-            y + ROW - 6,
+            y + h - 6,
             color(p.name),
             if p.since_ms.is_some() {
                 r#" stroke-dasharray="3,2""#
@@ -135,10 +187,10 @@ fn row(out: &mut String, r: &RunResult, label: &str, y: u32, axis: u64) {
     let _ = writeln!(out, "</g>");
 }
 
-fn picture(title: &str, rows: &[(&RunResult, String)]) -> String {
-    let runs: Vec<&RunResult> = rows.iter().map(|(r, _)| *r).collect();
-    let axis = axis_ms(&runs);
-    let height = TOP + ROW * rows.len() as u32 + 50;
+fn picture(title: &str, rows: &[Row<'_>]) -> String {
+    let axis = axis_ms(rows);
+    let rows_height: u32 = rows.iter().map(|r| r.height).sum();
+    let height = TOP + rows_height + 50 + LEGEND_HEIGHT;
     let width = LEFT + PLOT + RIGHT;
     let mut out = String::new();
     let _ = writeln!(
@@ -157,7 +209,7 @@ fn picture(title: &str, rows: &[(&RunResult, String)]) -> String {
         a if a <= 600_000 => 30_000,
         _ => 60_000,
     };
-    let bottom = TOP + ROW * rows.len() as u32;
+    let bottom = TOP + rows_height;
     let mut t = 0;
     while t <= axis {
         let tx = x(t as i64, axis);
@@ -169,29 +221,74 @@ fn picture(title: &str, rows: &[(&RunResult, String)]) -> String {
         );
         t += step;
     }
-    for (i, (r, label)) in rows.iter().enumerate() {
-        row(&mut out, r, label, TOP + ROW * i as u32, axis);
+    let mut y = TOP;
+    for r in rows {
+        row(&mut out, r, y, axis);
+        y += r.height;
     }
     let _ = writeln!(
         out,
-        r##"<text x="{LEFT}" y="{}" font-size="11" fill="#666">time from the fault · shaded: fault window · red band: write outage · marks: phases (hover for names)</text>"##,
+        r##"<text x="8" y="{}" font-size="11" fill="#666">time from the fault · shaded: fault window · red band: write outage · marks: phases, coloured as below (hover for each mark's name and time)</text>"##,
         bottom + 36
     );
+    legend(&mut out, bottom + 50);
     out.push_str("</svg>\n");
     out
 }
 
+/// The colours of the phase marks, named in the picture itself (a PNG, a PDF or a file viewer
+/// shows no hover titles): every phase, grouped by colour, in the order of [`Phase::ALL`].
+fn legend(out: &mut String, top: u32) {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for p in Phase::ALL {
+        match groups.iter_mut().find(|(c, _)| *c == color(p)) {
+            Some((_, names)) => names.push(p.name()),
+            None => groups.push((color(p), vec![p.name()])),
+        }
+    }
+    let per_line = 2;
+    for (i, (c, names)) in groups.iter().enumerate() {
+        let (col, line) = ((i % per_line) as u32, (i / per_line) as u32);
+        let lx = 8 + col * ((LEFT + PLOT + RIGHT - 16) / per_line as u32);
+        let ly = top + line * LEGEND_LINE;
+        let _ = writeln!(
+            out,
+            r##"<g class="legend"><rect x="{lx}" y="{}" width="10" height="10" fill="{c}"/><text x="{}" y="{ly}" font-size="10" fill="#333">{}</text></g>"##,
+            ly - 9,
+            lx + 14,
+            names.join(", ")
+        );
+    }
+}
+
+/// The legend's lines: the eight colour groups of [`color`], two to a line.
+const LEGEND_LINE: u32 = 15;
+const LEGEND_HEIGHT: u32 = 4 * LEGEND_LINE + 4;
+
 /// The timeline of one run.
 pub fn run(r: &RunResult) -> String {
-    picture(&r.id, &[(r, format!("{}#{}", r.variant, r.repetition))])
+    picture(
+        &r.id,
+        &[Row::of_run(r, format!("{}#{}", r.variant, r.repetition))],
+    )
+}
+
+/// A fleet run's instances (or a StatefulSet's replicas), a swimlane each on one shared axis,
+/// in order; `None` for a run of one instance.
+pub fn instances(r: &RunResult) -> Option<String> {
+    if r.instances.is_empty() {
+        return None;
+    }
+    let rows: Vec<Row<'_>> = r.instances.iter().map(Row::of_instance).collect();
+    Some(picture(&format!("{} — every instance", r.id), &rows))
 }
 
 /// Every run of an experiment on one axis, in report order.
 pub fn experiment(exp: &ExperimentResult) -> String {
-    let rows: Vec<(&RunResult, String)> = exp
+    let rows: Vec<Row<'_>> = exp
         .runs
         .iter()
-        .map(|r| (r, format!("{}#{}", r.variant, r.repetition)))
+        .map(|r| Row::of_run(r, format!("{}#{}", r.variant, r.repetition)))
         .collect();
     picture(&exp.name, &rows)
 }
