@@ -876,8 +876,12 @@ fn dry_run_text(
             Some(crate::plan::lanes::Placement::Lane) => {
                 let _ = writeln!(s, "\n{} (in a lane)", run.id);
             }
-            Some(crate::plan::lanes::Placement::Alone(why)) => {
+            // Without a reason: one lane, so every run goes one after the other.
+            Some(crate::plan::lanes::Placement::Alone(why)) if !why.is_empty() => {
                 let _ = writeln!(s, "\n{} (alone, once every lane is idle: {why})", run.id);
+            }
+            Some(crate::plan::lanes::Placement::Alone(_)) => {
+                let _ = writeln!(s, "\n{}", run.id);
             }
             None => {
                 let _ = writeln!(s, "\n{}", run.id);

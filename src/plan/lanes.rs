@@ -63,6 +63,11 @@ pub fn alone_reason(run: &PlannedRun, allow_control_plane: bool) -> Option<Strin
             "target zone {zone}: its nodes are faulted together and the replacements go to other zones, across lanes"
         ));
     }
+    if let Some(several) = run.fault.target.several_in_words() {
+        return Some(format!(
+            "target {several}: several nodes faulted together, and the replacements go to any other worker, across lanes"
+        ));
+    }
     if allow_control_plane {
         return Some(
             "--allow-control-plane: the fault may hit the control plane, which every lane shares"

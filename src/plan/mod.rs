@@ -128,14 +128,14 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
             w.instances,
             app,
             app,
-            match &run.fault.target.zone {
-                Some(z) => format!("the nodes of zone {z}, spread"),
+            match run.fault.target.several_in_words() {
+                Some(nodes) => format!("{nodes}, spread"),
                 None => "one node".to_string(),
             }
         ));
     }
-    let node = match &run.fault.target.zone {
-        Some(z) => format!("every schedulable worker of zone {z} (at the same instant)"),
+    let node = match run.fault.target.several_in_words() {
+        Some(nodes) => format!("{nodes} (at the same instant)"),
         None => format!("the node of {target}"),
     };
     out.push(match run.fault.kind {

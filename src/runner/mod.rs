@@ -490,11 +490,15 @@ impl Steps {
     /// (by name; the fault takes them all); for a fleet, one node — the first of its lane, else
     /// the first schedulable worker by name; else nowhere in particular.
     async fn homes(&self) -> Result<Vec<String>, String> {
-        let zone = self.run.fault.target.zone.as_deref();
-        if zone.is_none() && self.run.workload.instances <= 1 {
+        let target = &self.run.fault.target;
+        let zone = target.zone.as_deref();
+        if !target.several() && self.run.workload.instances <= 1 {
             return Ok(vec![]);
         }
-        if let (None, Some(first)) = (zone, self.lane.as_ref().and_then(|l| l.nodes.first())) {
+        if let (false, Some(first)) = (
+            target.several(),
+            self.lane.as_ref().and_then(|l| l.nodes.first()),
+        ) {
             return Ok(vec![first.clone()]);
         }
         let list = Api::<Node>::all(self.client.clone())
@@ -522,7 +526,7 @@ impl Steps {
                 crate::spec::ZONE_LABEL
             )),
             Some(_) => Ok(workers),
-            None => Ok(workers.into_iter().take(1).collect()),
+            None => several_nodes(target, workers),
         }
     }
 
@@ -683,7 +687,7 @@ impl Steps {
         let node = pod.node.clone().expect("a serving pod has a node");
         // The nodes the fault takes: a zone's schedulable workers, else the target pod's node.
         // Every instance must have started on one of them.
-        let nodes = if self.run.fault.target.zone.is_some() {
+        let nodes = if self.run.fault.target.several() {
             workload.homes.clone()
         } else {
             vec![node.clone()]
@@ -1149,6 +1153,44 @@ impl Steps {
     }
 }
 
+/// The nodes a target of several nodes by name or by count takes, out of the cluster's
+/// schedulable `workers` (sorted by name), or the first worker alone for any other target (a
+/// fleet on one node). At least one worker must stay up for the replacements.
+fn several_nodes(
+    target: &crate::spec::Target,
+    workers: Vec<String>,
+) -> Result<Vec<String>, String> {
+    let taken: Vec<String> = if !target.nodes.is_empty() {
+        let missing: Vec<&str> = target
+            .nodes
+            .iter()
+            .filter(|n| !workers.contains(n))
+            .map(String::as_str)
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "fault.target.nodes: {} not schedulable worker(s) of this cluster (those are: {})",
+                missing.join(", "),
+                workers.join(", ")
+            ));
+        }
+        target.nodes.clone()
+    } else if let Some(n) = target.count {
+        workers.iter().take(n as usize).cloned().collect()
+    } else {
+        return Ok(workers.into_iter().take(1).collect());
+    };
+    if workers.len() <= taken.len() {
+        return Err(format!(
+            "the fault would take {} of the {} schedulable worker(s) ({}), leaving none for the replacements: take fewer nodes",
+            taken.len(),
+            workers.len(),
+            workers.join(", ")
+        ));
+    }
+    Ok(taken)
+}
+
 fn random_suffix() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
@@ -1192,4 +1234,51 @@ fn peer_addresses(nodes: &[Node], node: &str) -> Vec<String> {
         .filter(|a| a.type_ == "InternalIP")
         .map(|a| a.address.clone())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::several_nodes;
+    use crate::spec::Target;
+
+    fn workers() -> Vec<String> {
+        ["w1", "w2", "w3"].iter().map(|s| s.to_string()).collect()
+    }
+
+    fn target(nodes: &[&str], count: Option<u32>) -> Target {
+        Target {
+            node_of: String::new(),
+            zone: None,
+            nodes: nodes.iter().map(|s| s.to_string()).collect(),
+            count,
+        }
+    }
+
+    #[test]
+    fn several_nodes_by_name_or_count_leave_a_worker_for_the_replacements() {
+        assert_eq!(
+            several_nodes(&target(&[], Some(2)), workers()).unwrap(),
+            ["w1", "w2"]
+        );
+        assert_eq!(
+            several_nodes(&target(&["w3", "w1"], None), workers()).unwrap(),
+            ["w3", "w1"],
+            "in the order named"
+        );
+        assert_eq!(
+            several_nodes(&target(&[], None), workers()).unwrap(),
+            ["w1"]
+        );
+        let e = several_nodes(&target(&[], Some(3)), workers()).unwrap_err();
+        assert!(
+            e.contains("would take 3 of the 3 schedulable worker(s)"),
+            "{e}"
+        );
+        let e = several_nodes(&target(&["w1", "cp"], None), workers()).unwrap_err();
+        assert!(
+            e.contains("fault.target.nodes: cp not schedulable worker(s)"),
+            "{e}"
+        );
+        assert!(e.contains("(those are: w1, w2, w3)"), "{e}");
+    }
 }

@@ -117,6 +117,71 @@ impl Checker<'_> {
         }
         let field = format!("{path}.target.nodeOf");
         let sts = statefulset_name(workload.kind);
+        let forms = [
+            fault.target.zone.is_some(),
+            !fault.target.nodes.is_empty(),
+            fault.target.count.is_some(),
+        ];
+        if forms.iter().filter(|f| **f).count() > 1 {
+            return Err(self.fail(
+                &format!("{path}.target"),
+                "the target names several nodes in more than one way (`zone`, `nodes`, `count`)",
+                "keep one of `zone`, `nodes` and `count`",
+            ));
+        }
+        if fault.target.several() && fault.target.zone.is_none() {
+            let (sfield, n) = if fault.target.nodes.is_empty() {
+                (
+                    format!("{path}.target.count"),
+                    fault.target.count.unwrap_or(0),
+                )
+            } else {
+                (
+                    format!("{path}.target.nodes"),
+                    fault.target.nodes.len() as u32,
+                )
+            };
+            if n == 0 || n > super::model::MAX_TARGET_NODES {
+                return Err(self.fail(
+                    &sfield,
+                    format!(
+                        "a fault takes from 1 to {} nodes at once, not {n}",
+                        super::model::MAX_TARGET_NODES
+                    ),
+                    "write e.g. `count: 2`",
+                ));
+            }
+            if let Some(bad) = fault
+                .target
+                .nodes
+                .iter()
+                .find(|n| n.len() > 253 || !n.split('.').all(is_dns_label))
+            {
+                return Err(self.fail(
+                    &sfield,
+                    format!("`{bad}` is not a node name"),
+                    "name nodes as `kubectl get nodes` shows them",
+                ));
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(twice) = fault.target.nodes.iter().find(|n| !seen.insert(*n)) {
+                return Err(self.fail(
+                    &sfield,
+                    format!("node `{twice}` is named twice"),
+                    "name each node once",
+                ));
+            }
+            if fault.kind.is_pod_fault() {
+                return Err(self.fail(
+                    &sfield,
+                    format!("fault `{}` acts on one pod, not on several nodes", fault.kind.as_str()),
+                    "use a node fault (node-shutdown, kubelet-stop, network-partition, node-freeze)",
+                ));
+            }
+            if fault.target.node_of.is_empty() {
+                return Ok(());
+            }
+        }
         if let Some(zone) = &fault.target.zone {
             let zfield = format!("{path}.target.zone");
             if zone.trim().is_empty() {

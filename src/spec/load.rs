@@ -1087,6 +1087,62 @@ mod tests {
     }
 
     #[test]
+    fn several_nodes_by_zone_list_or_count() {
+        let with = |target: &str| {
+            format!("name: x\nworkload: {{kind: ledger, instances: 4}}\nfault:\n  kind: node-shutdown\n  target: {target}\n")
+        };
+        for ok in [
+            "{zone: zone-a}",
+            "{count: 2}",
+            "{nodes: [w1, w2.example.com]}",
+        ] {
+            let exp = parse(&with(ok)).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert!(exp.fault.target.several(), "{ok}");
+            assert_eq!(exp.fault.target.pod(exp.workload.kind), "ledger-0");
+        }
+        assert!(!parse(&with("{nodeOf: ledger-0}"))
+            .unwrap()
+            .fault
+            .target
+            .several());
+        for (bad, field, says) in [
+            (
+                "{zone: zone-a, count: 2}",
+                "fault.target",
+                "more than one way",
+            ),
+            (
+                "{count: 0}",
+                "fault.target.count",
+                "from 1 to 50 nodes at once, not 0",
+            ),
+            ("{count: 51}", "fault.target.count", "not 51"),
+            (
+                "{nodes: [w1, w1]}",
+                "fault.target.nodes",
+                "node `w1` is named twice",
+            ),
+            (
+                "{nodes: [W_1]}",
+                "fault.target.nodes",
+                "`W_1` is not a node name",
+            ),
+        ] {
+            let e = err(&with(bad));
+            assert_eq!(e.field(), Some(field), "{bad}: {e}");
+            assert!(e.to_string().contains(says), "{bad}: {e}");
+        }
+        let e = err(
+            "name: x\nworkload: {kind: ledger}\nfault: {kind: pod-delete, target: {count: 2}}\n",
+        );
+        assert!(
+            e.to_string()
+                .contains("acts on one pod, not on several nodes"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn target_must_be_a_pod_of_the_workload() {
         for (pod, ok) in [
             ("writer-0", true),

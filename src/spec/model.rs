@@ -313,9 +313,39 @@ pub struct Target {
     /// itself (a zone spans lanes, and the replacements go to other zones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
+    /// Several nodes by name (schedulable workers), faulted at the same instant like a zone's;
+    /// a fleet's instances are spread over them. The run has the cluster to itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// A number of nodes: the first `count` schedulable workers by name, faulted at the same
+    /// instant; a fleet's instances are spread over them. At least one more worker must stay
+    /// up for the replacements. The run has the cluster to itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
 }
 
+/// The most nodes one fault may take at once (`fault.target.count`, `fault.target.nodes`).
+pub const MAX_TARGET_NODES: u32 = 50;
+
 impl Target {
+    /// Whether the target is several nodes at once (a zone, a list or a count).
+    pub fn several(&self) -> bool {
+        self.zone.is_some() || !self.nodes.is_empty() || self.count.is_some()
+    }
+
+    /// The nodes the target names in words, when it names several: `zone zone-a`,
+    /// `nodes w1, w2`, `2 schedulable workers`.
+    pub fn several_in_words(&self) -> Option<String> {
+        if let Some(z) = &self.zone {
+            Some(format!("every schedulable worker of zone {z}"))
+        } else if !self.nodes.is_empty() {
+            Some(format!("nodes {}", self.nodes.join(", ")))
+        } else {
+            self.count
+                .map(|n| format!("the first {n} schedulable worker(s) by name"))
+        }
+    }
+
     /// The pod the target names: `nodeOf`, or with only a zone `<kind>-0` (instance 0's
     /// first pod).
     pub fn pod(&self, kind: WorkloadKind) -> String {

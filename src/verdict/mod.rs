@@ -652,6 +652,8 @@ pub(crate) mod tests {
                 target: Target {
                     node_of: "writer-0".into(),
                     zone: None,
+                    nodes: vec![],
+                    count: None,
                 },
                 duration: None,
                 graceful: false,
