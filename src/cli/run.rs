@@ -144,6 +144,17 @@ pub struct RunArgs {
     /// it from the serving pod through the API server's pod proxy.
     #[arg(long, value_enum, default_value_t = LedgerVia::Auto)]
     pub ledger_via: LedgerVia,
+    /// How often each ledger's acknowledged writes are polled through the API server's pod
+    /// proxy (one request per ledger per interval; the write outage is measured to this
+    /// resolution), or `off`: no polling and no ledger evidence — integrity then unknown — for
+    /// measuring what the polling costs the API server.
+    #[arg(
+        long,
+        env = "NODEDOWN_ACK_INTERVAL",
+        default_value = "200ms",
+        value_name = "DURATION|off"
+    )]
+    pub ack_interval: crate::observe::AckInterval,
     /// A file the Markdown summary is appended to (GitHub Actions sets it).
     #[arg(long, env = "GITHUB_STEP_SUMMARY", hide_env_values = true)]
     pub step_summary: Option<PathBuf>,
@@ -532,6 +543,7 @@ impl Invocation<'_> {
             force: args.force,
             allow_control_plane: args.allow_control_plane,
             fault_lease: args.fault_lease,
+            ack_interval: args.ack_interval,
         };
         let lanes = match self.lanes(env).await {
             Ok(l) => l,

@@ -14,8 +14,41 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How often the status is polled.
+/// How often each ledger's status is polled unless told otherwise (`--ack-interval`): the
+/// resolution of the write outage.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(200);
+
+/// How often the ack pollers ask (`--ack-interval`), or `off`: no polling at all — for measuring
+/// what the polling costs the API server; such a run collects no ledger evidence, so its
+/// integrity verdicts are unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckInterval {
+    Every(Duration),
+    Off,
+}
+
+impl Default for AckInterval {
+    fn default() -> Self {
+        AckInterval::Every(POLL_INTERVAL)
+    }
+}
+
+impl std::str::FromStr for AckInterval {
+    type Err = String;
+    fn from_str(s: &str) -> Result<AckInterval, String> {
+        if s == "off" {
+            return Ok(AckInterval::Off);
+        }
+        let d = crate::spec::duration::parse(s)
+            .map_err(|e| format!("`{s}`: {e}; write a duration such as 200ms or 1s, or `off`"))?;
+        if d < Duration::from_millis(50) || d > Duration::from_secs(60) {
+            return Err(format!(
+                "`{s}`: an ack interval is from 50ms to 1m (the write outage is measured to this resolution), or `off`"
+            ));
+        }
+        Ok(AckInterval::Every(d))
+    }
+}
 
 /// The running ack poller: stopped when dropped.
 pub struct AckPoller {
@@ -64,6 +97,7 @@ pub fn spawn_ack_poller(
     port: u16,
     path: &Path,
     recorder: Arc<Recorder>,
+    interval: Duration,
 ) -> std::io::Result<AckPoller> {
     let recorded = Arc::new(AtomicU64::new(0));
     let count = recorded.clone();
@@ -140,8 +174,28 @@ pub fn spawn_ack_poller(
                     }
                 }
             }
-            tokio::time::sleep(POLL_INTERVAL).await;
+            tokio::time::sleep(interval).await;
         }
     });
     Ok(AckPoller { handle, recorded })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AckInterval;
+    use std::time::Duration;
+
+    #[test]
+    fn ack_intervals_are_durations_in_range_or_off() {
+        assert_eq!("off".parse(), Ok(AckInterval::Off));
+        assert_eq!("1s".parse(), Ok(AckInterval::Every(Duration::from_secs(1))));
+        assert_eq!(
+            AckInterval::default(),
+            AckInterval::Every(Duration::from_millis(200))
+        );
+        let e = "10ms".parse::<AckInterval>().unwrap_err();
+        assert!(e.contains("from 50ms to 1m"), "{e}");
+        let e = "often".parse::<AckInterval>().unwrap_err();
+        assert!(e.contains("or `off`"), "{e}");
+    }
 }

@@ -66,6 +66,8 @@ pub struct RunSettings {
     pub allow_control_plane: bool,
     /// How long a self-healing fault may last (default: the recovery timeout plus a minute).
     pub fault_lease: Option<Duration>,
+    /// How often the ledgers' acks are polled, or not at all.
+    pub ack_interval: crate::observe::AckInterval,
 }
 
 /// A healer for the cluster of `env`.
@@ -573,7 +575,17 @@ impl Steps {
             .unwrap_or_else(|p| p.into_inner())
             .extend(watchers);
         let mut acks = Vec::new();
-        if self.run.workload.kind == WorkloadKind::Ledger {
+        let interval = match self.settings.ack_interval {
+            crate::observe::AckInterval::Every(d) => Some(d),
+            crate::observe::AckInterval::Off => None,
+        };
+        if self.run.workload.kind == WorkloadKind::Ledger && interval.is_none() {
+            self.note(
+                "--ack-interval off: no acknowledged write is polled and no ledger collected; the integrity verdicts are unknown"
+                    .to_string(),
+            );
+        }
+        if let (WorkloadKind::Ledger, Some(interval)) = (self.run.workload.kind, interval) {
             let names = crate::spec::members(&workload.spec);
             for name in &names {
                 let dir = store::instance_dir(&self.dir, names.len(), name);
@@ -588,6 +600,7 @@ impl Steps {
                         crate::workload::LEDGER_PORT,
                         &dir.join(store::ACKS_FILE),
                         self.recorder.clone(),
+                        interval,
                     )
                     .map_err(|e| format!("creating {}: {e}", store::ACKS_FILE))?,
                 );
