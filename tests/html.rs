@@ -122,6 +122,13 @@ fn report_html_renders_in_headless_chromium() {
     let marks = text.matches(r#"class="phase""#).count();
     assert!(marks >= 10, "phase marks rendered: {marks}");
     assert!(text.contains(r#"data-phase="replacement-ready""#));
+    // Where the time went: a stacked bar per recovered run, each part named in the picture.
+    assert!(
+        text.matches(r#"class="segment""#).count() >= 6,
+        "the breakdown's segments rendered"
+    );
+    assert!(text.contains(r#"data-segment="detection""#));
+    assert!(text.contains(">detection "), "a segment's name written in the bar");
     let log = String::from_utf8_lossy(&dom.stderr);
     assert!(
         !log.contains(":CONSOLE(") && !log.contains("Uncaught"),
@@ -163,9 +170,29 @@ fn summary_gantt_renders_with_mermaid_in_headless_chromium() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let md = String::from_utf8(out.stdout).unwrap();
-    let start = md.find("```mermaid\n").expect("a mermaid block") + "```mermaid\n".len();
-    let block = &md[start..start + md[start..].find("```").unwrap()];
+    let blocks: Vec<&str> = md
+        .split("```mermaid\n")
+        .skip(1)
+        .map(|rest| &rest[..rest.find("```").unwrap()])
+        .collect();
+    assert_eq!(blocks.len(), 2, "the phases and where the time went");
+    let block = blocks[0];
     let milestones = block.matches(":milestone,").count();
+    let text = render_mermaid(&mermaid, block);
+    let drawn = text.matches(r#"class="task milestone"#).count();
+    assert_eq!(drawn, milestones, "one drawn milestone per phase");
+    assert!(milestones >= 20, "{milestones}");
+    // Where the time went: one task per segment, drawn one after the other (a stacked bar).
+    let segments = blocks[1].lines().filter(|l| l.contains("ms")).count();
+    assert!(segments >= 10, "{}", blocks[1]);
+    let text = render_mermaid(&mermaid, blocks[1]);
+    let tasks = text.matches(r#"class="task "#).count() + text.matches(r#"class="task""#).count();
+    assert_eq!(tasks, segments, "one drawn task per segment");
+    assert!(text.contains("pod-deletion"), "segments named");
+}
+
+/// `block` rendered by Mermaid in headless chromium: the DOM, once Mermaid says it is done.
+fn render_mermaid(mermaid: &str, block: &str) -> String {
     let escaped = block
         .replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -196,7 +223,7 @@ fn summary_gantt_renders_with_mermaid_in_headless_chromium() {
         .arg(format!("file://{}", page.display()))
         .output()
         .unwrap_or_else(|e| panic!("chromium ({e}); run scripts/test to install it"));
-    let text = String::from_utf8_lossy(&dom.stdout);
+    let text = String::from_utf8_lossy(&dom.stdout).into_owned();
     assert!(
         text.contains(r#"data-done="ok""#),
         "mermaid rendered it: {}",
@@ -204,7 +231,5 @@ fn summary_gantt_renders_with_mermaid_in_headless_chromium() {
     );
     assert!(text.contains(r#"aria-roledescription="gantt""#));
     assert!(!text.contains("Syntax error"));
-    let drawn = text.matches(r#"class="task milestone"#).count();
-    assert_eq!(drawn, milestones, "one drawn milestone per phase");
-    assert!(milestones >= 20, "{milestones}");
+    text
 }

@@ -198,6 +198,9 @@ fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> st
         let dir = out.join(&exp.name);
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("timeline.svg"), report::svg::experiment(exp))?;
+        if let Some(svg) = report::svg::experiment_breakdown(exp) {
+            std::fs::write(dir.join("breakdown.svg"), svg)?;
+        }
         for r in &exp.runs {
             let run_dir = out.join(&r.id);
             if run_dir.is_dir() {

@@ -147,6 +147,10 @@ pub fn render(report: &Report) -> String {
             xml_escape(&exp.file)
         );
         out.push_str(&super::svg::experiment(exp));
+        if let Some(svg) = super::svg::experiment_breakdown(exp) {
+            let _ = writeln!(out, "<h4>where the time went</h4>");
+            out.push_str(&svg);
+        }
         let mut header = "<tr><th>run</th><th>verdict</th>".to_string();
         for m in Metric::ALL {
             let _ = write!(header, "<th>{}</th>", m.name());

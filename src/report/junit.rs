@@ -5,8 +5,10 @@
 //! - properties: `id`, `fault`, `remediation`, `verdict`, `profile`, `started`, `target-node`,
 //!   `replacement-node` when known, `lane` and `lane.nodes` in a parallel invocation, for a
 //!   fleet `fleet.instances`, `fleet.recovered`, `fleet.time-to-all-ready`,
-//!   `fleet.slowest-instance` and `fleet.unaffected` (replicas no fault took), then `phase.<phase>` and `metric.<metric>` with values in
-//!   milliseconds from the fault (a fleet's: its slowest instance's);
+//!   `fleet.slowest-instance` and `fleet.unaffected` (replicas no fault took), then
+//!   `phase.<phase>`, `metric.<metric>` and `breakdown.<segment>` (where the time went, see
+//!   `timeline::breakdown`) with values in milliseconds (from the fault for phases and
+//!   metrics; a fleet's: its slowest instance's);
 //! - `Fail` → one `<failure>` (JUnit allows one status element per test case): its message
 //!   lists every failed expectation as `<name>: expected <expected>, got <actual>` (joined by
 //!   `; `), its text holds their evidence;
@@ -219,6 +221,12 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
         );
     for (name, ms) in ordered {
         props.push((format!("metric.{name}"), ms.to_string()));
+    }
+    for part in crate::timeline::breakdown(&run.metrics) {
+        props.push((
+            format!("breakdown.{}", part.segment.name()),
+            part.ms().to_string(),
+        ));
     }
     case.add_properties(props.into_iter().map(|(n, v)| Property::new(n, v)));
     case.set_system_out(system_out(run));

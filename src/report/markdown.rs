@@ -272,6 +272,7 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
     counters(out, &exp.runs);
     fleets(out, &exp.runs);
     gantt(out, exp);
+    where_the_time_went(out, exp);
 
     let bad: Vec<&RunResult> = exp
         .runs
@@ -399,6 +400,81 @@ fn gantt(out: &mut String, exp: &ExperimentResult) {
         }
         for p in &r.phases {
             let _ = writeln!(out, "    {} :milestone, {}, 0ms", p.name, p.at_ms);
+        }
+    }
+    out.push_str("```\n");
+}
+
+/// Where the time of each recovery went (`timeline::breakdown`): a table of each variant's
+/// segments (the median over its runs that recovered; `—` when no run had the segment) and a
+/// Mermaid gantt drawing the first recovered run of each variant as one stacked bar.
+fn where_the_time_went(out: &mut String, exp: &ExperimentResult) {
+    use crate::timeline::{breakdown, Segment};
+    let mut variants: Vec<(&str, Vec<Vec<crate::timeline::Part>>)> = Vec::new();
+    for r in &exp.runs {
+        let parts = breakdown(&r.metrics);
+        if parts.is_empty() {
+            continue;
+        }
+        match variants.iter_mut().find(|(v, _)| *v == r.variant) {
+            Some((_, runs)) => runs.push(parts),
+            None => variants.push((&r.variant, vec![parts])),
+        }
+    }
+    if variants.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n**Where the time went** (fault to Ready, cut at each milestone observed; median over the runs that recovered)\n"
+    );
+    let mut header = "| variant |".to_string();
+    let mut rule = "|---|".to_string();
+    for (segment, _) in Segment::ALL {
+        let _ = write!(header, " {} |", segment.name());
+        rule.push_str("--:|");
+    }
+    let _ = writeln!(out, "{header} total |\n{rule}--:|");
+    for (variant, runs) in &variants {
+        let mut row = format!("| {} |", cell(variant));
+        for (segment, _) in Segment::ALL {
+            let values: Vec<u64> = runs
+                .iter()
+                .filter_map(|parts| parts.iter().find(|p| p.segment == segment).map(|p| p.ms()))
+                .collect();
+            let _ = write!(
+                row,
+                " {} |",
+                crate::units::median(&values).map_or("—".to_string(), crate::units::fmt_ms)
+            );
+        }
+        let totals: Vec<u64> = runs
+            .iter()
+            .filter_map(|parts| parts.last().map(|p| p.until_ms))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{row} {} |",
+            crate::units::median(&totals).map_or("—".to_string(), crate::units::fmt_ms)
+        );
+    }
+    let name = |s: &str| s.replace([':', '#', ';'], " ");
+    let _ = writeln!(
+        out,
+        "\n```mermaid\ngantt\n    title {} — where the time went (first recovered run of each variant)\n    dateFormat x\n    axisFormat %M:%S",
+        name(&exp.name)
+    );
+    for (variant, runs) in &variants {
+        let _ = writeln!(out, "    section {}", name(variant));
+        for p in &runs[0] {
+            let _ = writeln!(
+                out,
+                "    {} {} :{}, {}ms",
+                p.segment.name(),
+                crate::units::fmt_ms(p.ms()),
+                p.from_ms,
+                p.ms().max(1)
+            );
         }
     }
     out.push_str("```\n");
@@ -806,8 +882,8 @@ mod tests {
         );
         assert_eq!(
             md.matches("| variant-").count(),
-            12,
-            "every variant row kept"
+            2 * 12,
+            "every variant row kept, in the results table and in where the time went"
         );
         let raw: usize = report
             .experiments

@@ -4,7 +4,7 @@
 
 use super::text::xml_escape;
 use super::{ExperimentResult, InstanceResult, PhaseResult, RunResult, Verdict, WriteOutage};
-use crate::timeline::Phase;
+use crate::timeline::{Part, Phase, Segment};
 use crate::units::fmt_ms;
 use std::fmt::Write;
 
@@ -281,6 +281,124 @@ pub fn instances(r: &RunResult) -> Option<String> {
     }
     let rows: Vec<Row<'_>> = r.instances.iter().map(Row::of_instance).collect();
     Some(picture(&format!("{} — every instance", r.id), &rows))
+}
+
+/// The colour of a segment of the "where the time went" bar.
+fn segment_color(s: Segment) -> &'static str {
+    match s {
+        Segment::Detection => "#d9822b",
+        Segment::RemediationWait => "#8e44ad",
+        Segment::PodDeletion => "#c0392b",
+        Segment::Detach => "#34495e",
+        Segment::Attach => "#2980b9",
+        Segment::ContainerStart => "#16a085",
+        Segment::Readiness => "#27ae60",
+    }
+}
+
+/// Where the time went: a stacked bar per recovered run (its segments from the fault to Ready,
+/// see `timeline::breakdown`) on one shared axis, each part named in the picture (its name and
+/// length written in it when it is wide enough, and a legend). `None` when no run recovered.
+pub fn breakdown(title: &str, runs: &[(&RunResult, String)]) -> Option<String> {
+    let bars: Vec<(&str, Vec<Part>)> = runs
+        .iter()
+        .map(|(r, label)| (label.as_str(), crate::timeline::breakdown(&r.metrics)))
+        .filter(|(_, parts)| !parts.is_empty())
+        .collect();
+    let last = bars
+        .iter()
+        .filter_map(|(_, p)| p.last().map(|p| p.until_ms))
+        .max()?;
+    let axis = last.max(10_000).div_ceil(10_000) * 10_000;
+    const BAR: u32 = 34;
+    let bottom = TOP + BAR * bars.len() as u32;
+    let height = bottom + 40 + 2 * LEGEND_LINE + 10;
+    let width = LEFT + PLOT + RIGHT;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" role="img" aria-label="{}">"#,
+        xml_escape(title)
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="8" y="22" font-size="15" font-weight="bold">{}</text>"#,
+        xml_escape(title)
+    );
+    for (i, (label, parts)) in bars.iter().enumerate() {
+        let y = TOP + BAR * i as u32;
+        let _ = writeln!(
+            out,
+            r#"<g class="breakdown" data-id="{}"><text x="8" y="{}" font-size="13">{}</text>"#,
+            xml_escape(label),
+            y + BAR / 2 + 4,
+            xml_escape(label)
+        );
+        for p in parts {
+            let (x0, x1) = (x(p.from_ms as i64, axis), x(p.until_ms as i64, axis));
+            let w = (x1 - x0).max(1.0);
+            let _ = writeln!(
+                out,
+                r##"<rect class="segment" data-segment="{}" x="{x0:.1}" y="{}" width="{w:.1}" height="{}" fill="{}"><title>{} {} ({}–{})</title></rect>"##,
+                p.segment.name(),
+                y + 5,
+                BAR - 10,
+                segment_color(p.segment),
+                p.segment.name(),
+                fmt_ms(p.ms()),
+                fmt_ms(p.from_ms),
+                fmt_ms(p.until_ms)
+            );
+            let text = format!("{} {}", p.segment.name(), fmt_ms(p.ms()));
+            // About 6 px per character at font size 10.
+            if w > 6.0 * text.len() as f64 + 6.0 {
+                let _ = writeln!(
+                    out,
+                    r##"<text x="{:.1}" y="{}" font-size="10" fill="#ffffff">{text}</text>"##,
+                    x0 + 3.0,
+                    y + BAR / 2 + 4
+                );
+            }
+        }
+        let total = parts.last().map_or(0, |p| p.until_ms);
+        let _ = writeln!(
+            out,
+            r##"<text x="{:.1}" y="{}" font-size="11" fill="#333">{}</text></g>"##,
+            x(total as i64, axis) + 4.0,
+            y + BAR / 2 + 4,
+            fmt_ms(total)
+        );
+    }
+    let _ = writeln!(
+        out,
+        r##"<text x="8" y="{}" font-size="11" fill="#666">time from the fault until Ready, cut at each milestone observed (runs that recovered)</text>"##,
+        bottom + 20
+    );
+    for (i, (segment, _)) in Segment::ALL.iter().enumerate() {
+        let (col, line) = ((i % 4) as u32, (i / 4) as u32);
+        let lx = 8 + col * ((width - 16) / 4);
+        let ly = bottom + 40 + line * LEGEND_LINE;
+        let _ = writeln!(
+            out,
+            r##"<g class="legend"><rect x="{lx}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{ly}" font-size="10" fill="#333">{}</text></g>"##,
+            ly - 9,
+            segment_color(*segment),
+            lx + 14,
+            segment.name()
+        );
+    }
+    out.push_str("</svg>\n");
+    Some(out)
+}
+
+/// An experiment's runs for [`breakdown`], labelled `variant#repetition`.
+pub fn experiment_breakdown(exp: &ExperimentResult) -> Option<String> {
+    let runs: Vec<(&RunResult, String)> = exp
+        .runs
+        .iter()
+        .map(|r| (r, format!("{}#{}", r.variant, r.repetition)))
+        .collect();
+    breakdown(&format!("{} — where the time went", exp.name), &runs)
 }
 
 /// Every run of an experiment on one axis, in report order.

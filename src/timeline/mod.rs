@@ -5,6 +5,8 @@ mod phases;
 pub use phases::*;
 mod fleet;
 pub use fleet::*;
+mod breakdown;
+pub use breakdown::*;
 
 /// Recorded events.jsonl fixtures and their parser, shared by the pure modules' tests.
 #[cfg(test)]
