@@ -128,7 +128,10 @@ fn report_html_renders_in_headless_chromium() {
         "the breakdown's segments rendered"
     );
     assert!(text.contains(r#"data-segment="detection""#));
-    assert!(text.contains(">detection "), "a segment's name written in the bar");
+    assert!(
+        text.contains(">detection "),
+        "a segment's name written in the bar"
+    );
     let log = String::from_utf8_lossy(&dom.stderr);
     assert!(
         !log.contains(":CONSOLE(") && !log.contains("Uncaught"),

@@ -308,7 +308,7 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> SpecError {
 }
 
 /// Reads at most [`MAX_FILE_BYTES`] (and one more, to know there is more) of UTF-8 text.
-fn read(path: &Path) -> Result<String, SpecError> {
+pub(super) fn read(path: &Path) -> Result<String, SpecError> {
     let file = std::fs::File::open(path).map_err(io_error(path))?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES as u64 + 1)
@@ -398,7 +398,7 @@ fn parse_inner(text: &str, file: &Path) -> Result<(Experiment, Node), SpecError>
 // Turning parser errors into diagnostics
 
 /// Errors from reading the YAML itself: syntax, more than one document, limits.
-fn yaml_error(file: &Path, text: &str, err: &serde_saphyr::Error) -> SpecError {
+pub(super) fn yaml_error(file: &Path, text: &str, err: &serde_saphyr::Error) -> SpecError {
     use serde_saphyr::budget::BudgetBreach;
     use serde_saphyr::granit_parser::ErrorKind;
     use serde_saphyr::{Error, ExternalMessageSource, MessageFormatter};

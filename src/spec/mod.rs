@@ -3,7 +3,11 @@
 mod check;
 mod load;
 mod model;
+mod testdriver;
 mod yaml;
 pub use check::{refused_on_k3d, K3D_REFUSAL, K3D_REFUSAL_FIX};
 pub use load::*;
 pub use model::*;
+pub use testdriver::{
+    load_testdriver, parse_testdriver, ClassSource, TestDriver, Warning, CAPABILITIES,
+};
