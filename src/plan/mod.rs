@@ -1,6 +1,7 @@
 //! Expands experiments (variants × repetitions) into runs. Pure.
 
 pub mod lanes;
+pub mod qualify;
 
 use crate::spec::{
     ClusterSpec, Expectations, Experiment, FaultSpec, RemediationSpec, Timeouts, WorkloadSpec,
