@@ -8,6 +8,7 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod sheet;
 pub mod svg;
 pub mod table;
 mod text;

@@ -1,0 +1,436 @@
+//! The qualification sheet (pure): one row per row of the qualification matrix
+//! (`plan::qualify`), decided from the runs of that row's experiment — pass / fail / unknown,
+//! or not applicable with the reason — with its timing spread and where the time went, the
+//! environment, and a digest of the sheet's content.
+
+use super::{Report, RunResult, Verdict};
+use crate::timeline::{breakdown, Metric, Segment};
+use crate::units::{fmt_ms, percentile};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+/// A row's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RowVerdict {
+    Pass,
+    Fail,
+    Unknown,
+    NotApplicable,
+}
+
+impl RowVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowVerdict::Pass => "pass",
+            RowVerdict::Fail => "fail",
+            RowVerdict::Unknown => "unknown",
+            RowVerdict::NotApplicable => "not applicable",
+        }
+    }
+}
+
+/// p50 / p90 / max of a metric over a row's runs (nearest rank), and how many had it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Spread {
+    pub count: usize,
+    pub p50_ms: u64,
+    pub p90_ms: u64,
+    pub max_ms: u64,
+}
+
+/// One segment of where the time went, the median over the row's recovered runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentMedian {
+    pub segment: String,
+    pub median_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SheetRow {
+    pub id: String,
+    pub title: String,
+    /// What the Kubernetes sources predict, and where.
+    pub source: String,
+    pub verdict: RowVerdict,
+    /// Why it does not apply, or what decided a fail / unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The row's experiment file, relative to the sheet (absent when not applicable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<String>,
+    pub runs: usize,
+    pub passed: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_to_ready: Option<Spread>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub where_the_time_went: Vec<SegmentMedian>,
+}
+
+/// Where the qualification ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SheetEnvironment {
+    pub storage_class: String,
+    /// The testdriver file's `DriverInfo.Name`, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// The class's provisioner and its CSIDriver's attachRequired, as the cluster said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioner: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach_required: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<usize>,
+}
+
+/// The qualification sheet (`sheet.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Sheet {
+    /// `nodedown <version>`.
+    pub tool: String,
+    pub environment: SheetEnvironment,
+    /// `--quick`: the rows that wait for the 6-minute forced detach are not applicable.
+    pub quick: bool,
+    pub repeat: u32,
+    pub rows: Vec<SheetRow>,
+    /// SHA-256 of this sheet's JSON with `digest` empty: equal sheets have equal digests.
+    pub digest: String,
+}
+
+/// One row of the matrix as the sheet needs it.
+pub struct PlannedRow<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    pub source: &'a str,
+    /// `Err(reason)` when not applicable; `Ok(experiment file)` else.
+    pub applies: Result<String, String>,
+}
+
+/// The sheet of `rows`, decided from `report` (the runs of the rows' experiments,
+/// `qualify-<id>`).
+pub fn sheet(
+    tool: &str,
+    mut environment: SheetEnvironment,
+    quick: bool,
+    repeat: u32,
+    rows: &[PlannedRow<'_>],
+    report: &Report,
+) -> Sheet {
+    let all: Vec<&RunResult> = report.experiments.iter().flat_map(|e| &e.runs).collect();
+    if let Some(env) = all.iter().find_map(|r| r.environment.as_ref()) {
+        environment.kubernetes = environment.kubernetes.or(env.kubernetes.clone());
+        environment.nodes = environment.nodes.or(env.node_count);
+        environment.provisioner = environment.provisioner.or(env.provisioner.clone());
+        environment.attach_required = environment.attach_required.or(env.attach_required);
+    }
+    let rows = rows
+        .iter()
+        .map(|row| {
+            let base = SheetRow {
+                id: row.id.to_string(),
+                title: row.title.to_string(),
+                source: row.source.to_string(),
+                verdict: RowVerdict::NotApplicable,
+                reason: None,
+                experiment: None,
+                runs: 0,
+                passed: 0,
+                time_to_ready: None,
+                where_the_time_went: vec![],
+            };
+            match &row.applies {
+                Err(why) => SheetRow {
+                    reason: Some(why.clone()),
+                    ..base
+                },
+                Ok(file) => {
+                    let experiment = format!("qualify-{}", row.id);
+                    let runs: Vec<&RunResult> = report
+                        .experiments
+                        .iter()
+                        .filter(|e| e.name == experiment)
+                        .flat_map(|e| &e.runs)
+                        .collect();
+                    decide(
+                        SheetRow {
+                            experiment: Some(file.clone()),
+                            ..base
+                        },
+                        &runs,
+                    )
+                }
+            }
+        })
+        .collect();
+    let mut sheet = Sheet {
+        tool: tool.to_string(),
+        environment,
+        quick,
+        repeat,
+        rows,
+        digest: String::new(),
+    };
+    sheet.digest = digest(&sheet);
+    sheet
+}
+
+fn decide(mut row: SheetRow, runs: &[&RunResult]) -> SheetRow {
+    row.runs = runs.len();
+    row.passed = runs.iter().filter(|r| r.verdict == Verdict::Pass).count();
+    let failed: Vec<String> = runs
+        .iter()
+        .filter(|r| r.verdict == Verdict::Fail)
+        .flat_map(|r| {
+            r.expectations
+                .iter()
+                .filter(|x| x.verdict == Verdict::Fail)
+                .map(move |x| {
+                    format!(
+                        "{}: {} expected {}, got {}",
+                        r.id, x.name, x.expected, x.actual
+                    )
+                })
+        })
+        .collect();
+    let unknown: Vec<String> = runs
+        .iter()
+        .filter(|r| r.verdict == Verdict::Unknown)
+        .map(|r| match &r.error {
+            Some(e) => format!("{}: {e}", r.id),
+            None => format!("{}: undecided", r.id),
+        })
+        .collect();
+    (row.verdict, row.reason) = if runs.is_empty() {
+        (
+            RowVerdict::Unknown,
+            Some("no run of this row in the results (not run, or --only left it out)".into()),
+        )
+    } else if !failed.is_empty() {
+        (RowVerdict::Fail, Some(failed.join("; ")))
+    } else if !unknown.is_empty() {
+        (RowVerdict::Unknown, Some(unknown.join("; ")))
+    } else {
+        (RowVerdict::Pass, None)
+    };
+    let ready: Vec<u64> = runs
+        .iter()
+        .filter_map(|r| r.metrics.get(Metric::TimeToReady.name()).copied())
+        .collect();
+    row.time_to_ready = (|| {
+        Some(Spread {
+            count: ready.len(),
+            p50_ms: percentile(&ready, 50)?,
+            p90_ms: percentile(&ready, 90)?,
+            max_ms: *ready.iter().max()?,
+        })
+    })();
+    let parts: Vec<Vec<crate::timeline::Part>> =
+        runs.iter().map(|r| breakdown(&r.metrics)).collect();
+    row.where_the_time_went = Segment::ALL
+        .iter()
+        .filter_map(|(segment, _)| {
+            let values: Vec<u64> = parts
+                .iter()
+                .filter_map(|p| p.iter().find(|x| x.segment == *segment).map(|x| x.ms()))
+                .collect();
+            crate::units::median(&values).map(|m| SegmentMedian {
+                segment: segment.name().to_string(),
+                median_ms: m,
+            })
+        })
+        .collect();
+    row
+}
+
+/// SHA-256 (hex) of the sheet's JSON with an empty digest.
+pub fn digest(sheet: &Sheet) -> String {
+    use sha2::{Digest, Sha256};
+    let mut copy = sheet.clone();
+    copy.digest = String::new();
+    let text = serde_json::to_string(&copy).expect("a sheet serializes");
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The sheet as one Markdown page.
+pub fn markdown(sheet: &Sheet) -> String {
+    let mut out = String::new();
+    let e = &sheet.environment;
+    let _ = writeln!(
+        out,
+        "## Failover qualification of storage class `{}`\n",
+        e.storage_class
+    );
+    let count = |v: RowVerdict| sheet.rows.iter().filter(|r| r.verdict == v).count();
+    let _ = writeln!(
+        out,
+        "{} · {} rows: {} pass, {} fail, {} unknown, {} not applicable · {}{} run(s) per row\n",
+        sheet.tool,
+        sheet.rows.len(),
+        count(RowVerdict::Pass),
+        count(RowVerdict::Fail),
+        count(RowVerdict::Unknown),
+        count(RowVerdict::NotApplicable),
+        if sheet.quick { "--quick · " } else { "" },
+        sheet.repeat
+    );
+    let mut env = Vec::new();
+    if let Some(d) = &e.driver {
+        env.push(format!("driver {d}"));
+    }
+    if let Some(p) = &e.provisioner {
+        env.push(format!("provisioner {p}"));
+    }
+    match e.attach_required {
+        Some(true) => env.push("attaches (VolumeAttachments)".into()),
+        Some(false) => env.push("does not attach".into()),
+        None => {}
+    }
+    if let Some(k) = &e.kubernetes {
+        env.push(format!("Kubernetes {k}"));
+    }
+    if let Some(n) = e.nodes {
+        env.push(format!("{n} nodes"));
+    }
+    if !env.is_empty() {
+        let _ = writeln!(out, "Environment: {}\n", env.join(" · "));
+    }
+    let _ = writeln!(
+        out,
+        "| row | verdict | runs | time-to-ready p50 / p90 / max | where the time went (medians) | expectation's source |\n|---|---|--:|---|---|---|"
+    );
+    for r in &sheet.rows {
+        let icon = match r.verdict {
+            RowVerdict::Pass => "✅ pass",
+            RowVerdict::Fail => "❌ fail",
+            RowVerdict::Unknown => "❔ unknown",
+            RowVerdict::NotApplicable => "➖ not applicable",
+        };
+        let verdict = match &r.reason {
+            Some(why) => format!("{icon}: {}", why.replace('|', "\\|")),
+            None => icon.to_string(),
+        };
+        let ready = r
+            .time_to_ready
+            .as_ref()
+            .map(|s| {
+                format!(
+                    "{} / {} / {}",
+                    fmt_ms(s.p50_ms),
+                    fmt_ms(s.p90_ms),
+                    fmt_ms(s.max_ms)
+                )
+            })
+            .unwrap_or_else(|| "—".into());
+        let went = if r.where_the_time_went.is_empty() {
+            "—".to_string()
+        } else {
+            r.where_the_time_went
+                .iter()
+                .map(|s| format!("{} {}", s.segment, fmt_ms(s.median_ms)))
+                .collect::<Vec<_>>()
+                .join(" · ")
+        };
+        let _ = writeln!(
+            out,
+            "| **{}**: {} | {verdict} | {} | {ready} | {went} | {} |",
+            r.id,
+            r.title,
+            if r.runs > 0 {
+                format!("{}/{}", r.passed, r.runs)
+            } else {
+                "—".into()
+            },
+            r.source.replace('|', "\\|")
+        );
+    }
+    let _ = writeln!(out, "\nSheet digest: `{}`", sheet.digest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(name: &str) -> Report {
+        let path = format!(
+            "{}/tests/fixtures/runs/{name}/results.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        super::super::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// The recorded replicated runs (real), renamed here as if they were a qualification's
+    /// power-off rows; a not-applicable row and a row without runs around them.
+    #[test]
+    fn rows_are_decided_from_their_runs_and_the_digest_follows_the_content() {
+        let mut report = recorded("replicated");
+        report.experiments[0].name = "qualify-power-off-taint".into();
+        report.experiments[0]
+            .runs
+            .retain(|r| r.variant == "out-of-service-taint");
+        let rows = [
+            PlannedRow {
+                id: "power-off-taint",
+                title: "taint",
+                source: "KEP-2268",
+                applies: Ok("experiments/power-off-taint.yaml".into()),
+            },
+            PlannedRow {
+                id: "block",
+                title: "block",
+                source: "-",
+                applies: Err("the driver does not declare block".into()),
+            },
+            PlannedRow {
+                id: "pod-delete",
+                title: "baseline",
+                source: "-",
+                applies: Ok("experiments/pod-delete.yaml".into()),
+            },
+        ];
+        let env = SheetEnvironment {
+            storage_class: "nodedown-attach".into(),
+            driver: Some("csi.nodedown.dev".into()),
+            provisioner: None,
+            attach_required: None,
+            kubernetes: None,
+            nodes: None,
+        };
+        let s = sheet("nodedown test", env.clone(), true, 1, &rows, &report);
+        assert_eq!(s.rows[0].verdict, RowVerdict::Pass);
+        assert_eq!((s.rows[0].runs, s.rows[0].passed), (1, 1));
+        assert_eq!(s.rows[0].time_to_ready.as_ref().unwrap().p50_ms, 27850);
+        assert_eq!(s.rows[0].where_the_time_went.len(), 7);
+        assert_eq!(s.rows[1].verdict, RowVerdict::NotApplicable);
+        assert_eq!(s.rows[2].verdict, RowVerdict::Unknown, "no run");
+        assert_eq!(s.environment.attach_required, Some(true), "from the runs");
+        assert_eq!(s.digest, digest(&s));
+        let mut worse = report.clone();
+        worse.experiments[0].runs[0].verdict = Verdict::Fail;
+        worse.experiments[0].runs[0].expectations[0].verdict = Verdict::Fail;
+        let w = sheet("nodedown test", env, true, 1, &rows, &worse);
+        assert_eq!(w.rows[0].verdict, RowVerdict::Fail);
+        assert!(w.rows[0].reason.as_ref().unwrap().contains("expected"));
+        assert_ne!(w.digest, s.digest);
+        let md = markdown(&s);
+        assert!(
+            md.contains("| **power-off-taint**: taint | ✅ pass | 1/1 | 27.9s"),
+            "{md}"
+        );
+        assert!(
+            md.contains("➖ not applicable: the driver does not declare block"),
+            "{md}"
+        );
+        assert!(md.contains(&s.digest));
+    }
+}
