@@ -326,3 +326,73 @@ fn an_experiment_naming_another_cluster_is_not_run_on_the_first_ones() {
     );
     assert!(String::from_utf8_lossy(&named.stdout).contains("3 run(s)"));
 }
+
+/// `qualify` reads a testdriver file: a misspelt capability is a warning naming the closest
+/// known one (upstream drops it without a word), a malformed file is exit 2 with file, line and
+/// field, and `--plan-only` writes the matrix as experiment files that `validate` accepts.
+#[test]
+fn qualify_reads_a_testdriver_file_and_writes_its_matrix() {
+    let out = tempfile::tempdir().unwrap();
+    let plan = nodedown()
+        .args([
+            "qualify",
+            "--testdriver",
+            "tests/fixtures/testdriver/misspelt.yaml",
+        ])
+        .args(["--quick", "--plan-only", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&plan.stderr);
+    assert_eq!(plan.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("misspelt.yaml:9:5: DriverInfo.Capabilities.readWriteOncePood: unknown capability (did you mean `readWriteOncePod`?)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("misspelt.yaml:2:1: ShortName: unknown field"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "read-write-once-pod      not applicable: the driver does not declare readWriteOncePod"
+        ),
+        "the misspelt capability counts as absent: {stderr}"
+    );
+    let validate = nodedown()
+        .arg("validate")
+        .arg(out.path().join("experiments"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        validate.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&validate.stderr)
+    );
+    let files = std::fs::read_dir(out.path().join("experiments"))
+        .unwrap()
+        .count();
+    assert!(files >= 4, "{files} experiment files");
+
+    let bad = nodedown()
+        .args([
+            "qualify",
+            "--testdriver",
+            "tests/fixtures/testdriver/malformed.yaml",
+            "--plan-only",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("tests/fixtures/testdriver/malformed.yaml"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(":7:"), "the line: {stderr}");
+    assert!(
+        stderr.contains("DriverInfo.Capabilities.persistence"),
+        "{stderr}"
+    );
+}

@@ -5,6 +5,7 @@ mod cleanup;
 mod compare;
 pub mod exit;
 mod image;
+mod qualify;
 mod report;
 pub mod run;
 pub mod schema;
@@ -43,6 +44,9 @@ pub enum Command {
     Cleanup(cleanup::CleanupArgs),
     /// Re-render the reports of a run directory.
     Report(report::ReportArgs),
+    /// Qualify a storage class for node failure: generate the matrix from a testdriver file
+    /// (or a class name), run it, and write the qualification sheet.
+    Qualify(Box<qualify::QualifyArgs>),
     /// Compare a candidate's results with a baseline's; exit 1 when a variant got worse.
     Compare(compare::CompareArgs),
     /// The workload image, for clusters nodedown cannot load it into itself.
@@ -91,6 +95,7 @@ pub struct WorkloadArgs {
 pub async fn dispatch(cli: Cli) -> u8 {
     match cli.command {
         Command::Run(args) => run::run(*args, cli.quiet).await,
+        Command::Qualify(args) => qualify::qualify(*args, cli.quiet).await,
         Command::Validate(args) => validate::validate(args),
         Command::Cleanup(args) => cleanup::cleanup(args, cli.quiet).await,
         Command::Report(args) => report::report(args),
