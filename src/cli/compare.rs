@@ -13,9 +13,10 @@ pub enum CompareFormat {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline: a run directory or its results.json.
+    /// The baseline: a run directory or its results.json — or a qualification's sheet.json (or
+    /// its directory), to compare two sheets row by row.
     pub baseline: PathBuf,
-    /// The candidate: a run directory or its results.json.
+    /// The candidate: a run directory or its results.json, or a sheet.json.
     pub candidate: PathBuf,
     /// How much worse any metric may get (default +20%): a share (`+20%`) or a time (`+5s`).
     #[arg(long, default_value = "+20%", value_parser = Tolerance::parse)]
@@ -108,7 +109,61 @@ fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
     Ok(t)
 }
 
+/// A qualification sheet: `sheet.json`, or a directory holding one.
+fn sheet_path(path: &Path) -> Option<PathBuf> {
+    if path.is_dir() {
+        let p = path.join("sheet.json");
+        p.is_file().then_some(p)
+    } else {
+        (path.file_name().is_some_and(|n| n == "sheet.json")).then(|| path.to_path_buf())
+    }
+}
+
+/// Two qualification sheets: each row's verdict and time-to-ready p50 (against the default
+/// tolerance); exit 1 when a row got worse.
+fn compare_sheets(baseline: &Path, candidate: &Path, args: &CompareArgs) -> u8 {
+    let read = |p: &Path| -> Result<crate::report::sheet::Sheet, String> {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a qualification sheet: {e}", p.display()))
+    };
+    let (b, c) = match (read(baseline), read(candidate)) {
+        (Ok(b), Ok(c)) => (b, c),
+        (Err(e), _) | (_, Err(e)) => {
+            error(e);
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let changes = crate::report::sheet::compare(&b, &c, args.default_tolerance);
+    println!(
+        "sheets: {} ({}) → {} ({})",
+        b.environment.storage_class,
+        &b.digest[..12.min(b.digest.len())],
+        c.environment.storage_class,
+        &c.digest[..12.min(c.digest.len())]
+    );
+    if changes.is_empty() {
+        println!("no row changed");
+    }
+    for ch in &changes {
+        println!(
+            "{} {}: {}",
+            if ch.worse { "WORSE" } else { "changed" },
+            ch.id,
+            ch.what
+        );
+    }
+    if changes.iter().any(|c| c.worse) {
+        EXIT_EXPECTATION_FAILED
+    } else {
+        EXIT_OK
+    }
+}
+
 pub fn compare(args: CompareArgs) -> u8 {
+    if let (Some(b), Some(c)) = (sheet_path(&args.baseline), sheet_path(&args.candidate)) {
+        return compare_sheets(&b, &c, &args);
+    }
     let tol = match tolerances(&args) {
         Ok(t) => t,
         Err(e) => {

@@ -1,4 +1,4 @@
-//! `nodedown schema experiment|results`: JSON Schemas (draft 2020-12) of the experiment file
+//! `nodedown schema experiment|results|sheet`: JSON Schemas (draft 2020-12) of the experiment file
 //! format and of results.json, generated from the same types the loader and the reports use.
 
 use clap::ValueEnum;
@@ -9,6 +9,8 @@ pub enum Which {
     Experiment,
     /// results.json (schema version in its `schemaVersion`).
     Results,
+    /// A qualification's sheet.json (`nodedown qualify`).
+    Sheet,
 }
 
 #[derive(Debug, clap::Args)]
@@ -23,6 +25,7 @@ pub fn schema(which: Which) -> serde_json::Value {
     let mut s = match which {
         Which::Experiment => schemars::schema_for!(crate::spec::Experiment),
         Which::Results => schemars::schema_for!(crate::report::Report),
+        Which::Sheet => schemars::schema_for!(crate::report::sheet::Sheet),
     };
     let (id, title) = match which {
         Which::Experiment => (
@@ -32,6 +35,10 @@ pub fn schema(which: Which) -> serde_json::Value {
         Which::Results => (
             "https://nodedown.dev/schema/results.json",
             "nodedown results.json",
+        ),
+        Which::Sheet => (
+            "https://nodedown.dev/schema/sheet.json",
+            "nodedown qualification sheet",
         ),
     };
     s.insert("$id".into(), id.into());

@@ -357,6 +357,93 @@ pub fn markdown(sheet: &Sheet) -> String {
     out
 }
 
+/// How one row changed between two sheets (`nodedown compare` of two sheets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowChange {
+    pub id: String,
+    /// The row got worse: its verdict (pass → fail / unknown, applicable → absent) or its
+    /// time-to-ready p50 beyond the tolerance.
+    pub worse: bool,
+    pub what: String,
+}
+
+/// Rank of a verdict for comparing sheets: higher is better; not applicable is not ranked.
+fn rank(v: RowVerdict) -> Option<u8> {
+    match v {
+        RowVerdict::Fail => Some(0),
+        RowVerdict::Unknown => Some(1),
+        RowVerdict::Pass => Some(2),
+        RowVerdict::NotApplicable => None,
+    }
+}
+
+/// Every row of `baseline` against the same row of `candidate` (by id): verdict changes, and
+/// time-to-ready p50 against `tolerance` (as `nodedown compare` judges metrics).
+pub fn compare(
+    baseline: &Sheet,
+    candidate: &Sheet,
+    tolerance: crate::compare::Tolerance,
+) -> Vec<RowChange> {
+    let mut out = Vec::new();
+    for b in &baseline.rows {
+        let Some(c) = candidate.rows.iter().find(|c| c.id == b.id) else {
+            out.push(RowChange {
+                id: b.id.clone(),
+                worse: b.verdict != RowVerdict::NotApplicable,
+                what: "absent from the candidate".into(),
+            });
+            continue;
+        };
+        if b.verdict != c.verdict {
+            let worse = match (rank(b.verdict), rank(c.verdict)) {
+                (Some(x), Some(y)) => y < x,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            out.push(RowChange {
+                id: b.id.clone(),
+                worse,
+                what: format!(
+                    "{} → {}{}",
+                    b.verdict.as_str(),
+                    c.verdict.as_str(),
+                    c.reason
+                        .as_ref()
+                        .map(|r| format!(" ({r})"))
+                        .unwrap_or_default()
+                ),
+            });
+            continue;
+        }
+        if let (Some(x), Some(y)) = (&b.time_to_ready, &c.time_to_ready) {
+            let limit = tolerance.limit(x.p50_ms);
+            if y.p50_ms != x.p50_ms {
+                out.push(RowChange {
+                    id: b.id.clone(),
+                    worse: y.p50_ms > limit,
+                    what: format!(
+                        "time-to-ready p50 {} → {} (limit {}, {})",
+                        fmt_ms(x.p50_ms),
+                        fmt_ms(y.p50_ms),
+                        fmt_ms(limit),
+                        tolerance.describe()
+                    ),
+                });
+            }
+        }
+    }
+    for c in &candidate.rows {
+        if !baseline.rows.iter().any(|b| b.id == c.id) {
+            out.push(RowChange {
+                id: c.id.clone(),
+                worse: false,
+                what: format!("new row: {}", c.verdict.as_str()),
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,6 +509,22 @@ mod tests {
         assert_eq!(w.rows[0].verdict, RowVerdict::Fail);
         assert!(w.rows[0].reason.as_ref().unwrap().contains("expected"));
         assert_ne!(w.digest, s.digest);
+        let tol = crate::compare::Tolerance::parse("+20%").unwrap();
+        let changes = compare(&s, &w, tol);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert!(changes[0].worse && changes[0].what.starts_with("pass → fail"));
+        assert!(
+            compare(&w, &s, tol).iter().all(|c| !c.worse),
+            "better is not worse"
+        );
+        assert!(compare(&s, &s, tol).is_empty());
+        let mut slower = s.clone();
+        slower.rows[0].time_to_ready.as_mut().unwrap().p50_ms = 40_000;
+        let changes = compare(&s, &slower, tol);
+        assert!(
+            changes[0].worse && changes[0].what.contains("27.9s → 40.0s"),
+            "{changes:?}"
+        );
         let md = markdown(&s);
         assert!(
             md.contains("| **power-off-taint**: taint | ✅ pass | 1/1 | 27.9s"),
