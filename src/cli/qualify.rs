@@ -192,14 +192,23 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     );
     let json = serde_json::to_string_pretty(&s).expect("a sheet serializes");
     let md = sheet::markdown(&s);
-    for (name, text) in [("sheet.json", json.as_str()), ("sheet.md", md.as_str())] {
+    let (xml, page) = (sheet::junit(&s), sheet::html(&s));
+    for (name, text) in [
+        ("sheet.json", json.as_str()),
+        ("sheet.md", md.as_str()),
+        ("sheet.junit.xml", xml.as_str()),
+        ("sheet.html", page.as_str()),
+    ] {
         if let Err(e) = std::fs::write(out.join(name), text) {
             error(format!("cannot write {}: {e}", out.join(name).display()));
             return EXIT_HARNESS;
         }
     }
     println!("{md}");
-    eprintln!("sheet: {}/{{sheet.json,sheet.md}}", out.display());
+    eprintln!(
+        "sheet: {}/{{sheet.json,sheet.md,sheet.html,sheet.junit.xml}}",
+        out.display()
+    );
     code
 }
 

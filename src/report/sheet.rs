@@ -357,6 +357,164 @@ pub fn markdown(sheet: &Sheet) -> String {
     out
 }
 
+/// The sheet as JUnit XML: one test suite, a test case per row — a failure for a failed row,
+/// an error for an unknown one, skipped with the reason when not applicable — with the row's
+/// figures as properties.
+pub fn junit(sheet: &Sheet) -> String {
+    use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
+    let mut report = quick_junit::Report::new("nodedown qualify");
+    let mut suite = TestSuite::new(format!("qualify {}", sheet.environment.storage_class));
+    suite.add_property(Property::new("digest", sheet.digest.as_str()));
+    for r in &sheet.rows {
+        let status = match r.verdict {
+            RowVerdict::Pass => TestCaseStatus::success(),
+            RowVerdict::Fail | RowVerdict::Unknown => {
+                let kind = if r.verdict == RowVerdict::Fail {
+                    NonSuccessKind::Failure
+                } else {
+                    NonSuccessKind::Error
+                };
+                let mut s = TestCaseStatus::non_success(kind);
+                s.set_message(r.reason.clone().unwrap_or_default());
+                s
+            }
+            RowVerdict::NotApplicable => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!(
+                    "not applicable: {}",
+                    r.reason.clone().unwrap_or_default()
+                ));
+                s
+            }
+        };
+        let mut case = TestCase::new(r.id.as_str(), status);
+        case.set_classname(format!("qualify.{}", sheet.environment.storage_class));
+        let mut props = vec![
+            ("title".to_string(), r.title.clone()),
+            ("source".to_string(), r.source.clone()),
+            ("runs".to_string(), r.runs.to_string()),
+            ("passed".to_string(), r.passed.to_string()),
+        ];
+        if let Some(t) = &r.time_to_ready {
+            props.push(("time-to-ready.p50".into(), t.p50_ms.to_string()));
+            props.push(("time-to-ready.p90".into(), t.p90_ms.to_string()));
+            props.push(("time-to-ready.max".into(), t.max_ms.to_string()));
+        }
+        for s in &r.where_the_time_went {
+            props.push((format!("breakdown.{}", s.segment), s.median_ms.to_string()));
+        }
+        case.add_properties(props.into_iter().map(|(n, v)| Property::new(n, v)));
+        suite.add_test_case(case);
+    }
+    report.add_test_suite(suite);
+    let mut xml = report.to_string().expect("JUnit XML serializes");
+    if !xml.ends_with('\n') {
+        xml.push('\n');
+    }
+    xml
+}
+
+/// The sheet as one self-contained HTML page: the verdict table and, per row that ran, a stacked
+/// bar of where the time went (medians), the names written in the picture.
+pub fn html(sheet: &Sheet) -> String {
+    use super::text::xml_escape;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>nodedown qualification: {}</title><style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;vertical-align:top}}.pass{{color:#1e7e34}}.fail{{color:#b02a37}}.unknown{{color:#8a6d00}}.na{{color:#666}}</style></head><body>",
+        xml_escape(&sheet.environment.storage_class)
+    );
+    // The Markdown page's facts, as HTML: heading, counts, environment.
+    let md = markdown(sheet);
+    for line in md.lines().take_while(|l| !l.starts_with('|')) {
+        if let Some(h) = line.strip_prefix("## ") {
+            let _ = writeln!(out, "<h1>{}</h1>", xml_escape(&h.replace('`', "")));
+        } else if !line.trim().is_empty() {
+            let _ = writeln!(out, "<p>{}</p>", xml_escape(line));
+        }
+    }
+    let _ = writeln!(out, "<table><tr><th>row</th><th>verdict</th><th>runs</th><th>time-to-ready p50 / p90 / max</th><th>where the time went</th><th>expectation's source</th></tr>");
+    for r in &sheet.rows {
+        let class = match r.verdict {
+            RowVerdict::Pass => "pass",
+            RowVerdict::Fail => "fail",
+            RowVerdict::Unknown => "unknown",
+            RowVerdict::NotApplicable => "na",
+        };
+        let verdict = match &r.reason {
+            Some(why) => format!("{}: {}", r.verdict.as_str(), xml_escape(why)),
+            None => r.verdict.as_str().to_string(),
+        };
+        let ready = r
+            .time_to_ready
+            .as_ref()
+            .map(|s| {
+                format!(
+                    "{} / {} / {}",
+                    fmt_ms(s.p50_ms),
+                    fmt_ms(s.p90_ms),
+                    fmt_ms(s.max_ms)
+                )
+            })
+            .unwrap_or_else(|| "—".into());
+        let bar = bar(&r.where_the_time_went);
+        let _ = writeln!(
+            out,
+            "<tr class=\"row\" data-row=\"{}\"><td><b>{}</b>: {}</td><td class=\"{class}\">{verdict}</td><td>{}</td><td>{ready}</td><td>{bar}</td><td>{}</td></tr>",
+            xml_escape(&r.id),
+            xml_escape(&r.id),
+            xml_escape(&r.title),
+            if r.runs > 0 { format!("{}/{}", r.passed, r.runs) } else { "—".into() },
+            xml_escape(&r.source)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "</table><p>Sheet digest: <code>{}</code></p></body></html>",
+        sheet.digest
+    );
+    out
+}
+
+/// A row's medians as a small stacked bar (SVG), each part named inside it or in its title.
+fn bar(parts: &[SegmentMedian]) -> String {
+    let total: u64 = parts.iter().map(|p| p.median_ms).sum();
+    if total == 0 {
+        return "—".into();
+    }
+    let (width, height) = (420.0, 22.0);
+    let mut x = 0.0;
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">"#
+    );
+    for p in parts {
+        let w = p.median_ms as f64 / total as f64 * width;
+        let segment = Segment::ALL
+            .iter()
+            .map(|(s, _)| *s)
+            .find(|s| s.name() == p.segment);
+        let color = segment.map_or("#999999", super::svg::segment_color);
+        let _ = write!(
+            svg,
+            r#"<rect class="segment" data-segment="{}" x="{x:.1}" y="0" width="{w:.1}" height="{height}" fill="{color}"><title>{} {}</title></rect>"#,
+            p.segment,
+            p.segment,
+            fmt_ms(p.median_ms)
+        );
+        let label = format!("{} {}", p.segment, fmt_ms(p.median_ms));
+        if w > 6.0 * label.len() as f64 + 4.0 {
+            let _ = write!(
+                svg,
+                r##"<text x="{:.1}" y="15" font-size="10" fill="#ffffff">{label}</text>"##,
+                x + 2.0
+            );
+        }
+        x += w;
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
 /// How one row changed between two sheets (`nodedown compare` of two sheets).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowChange {
@@ -525,6 +683,16 @@ mod tests {
             changes[0].worse && changes[0].what.contains("27.9s → 40.0s"),
             "{changes:?}"
         );
+        let xml = junit(&w);
+        assert!(xml.contains(r#"<testcase name="power-off-taint""#), "{xml}");
+        assert!(xml.contains("<failure"), "{xml}");
+        assert!(
+            xml.contains("not applicable: the driver does not declare block"),
+            "{xml}"
+        );
+        let page = html(&s);
+        assert!(page.contains(r#"data-segment="pod-deletion""#), "{page}");
+        assert_eq!(page.matches(r#"<tr class="row""#).count(), 3);
         let md = markdown(&s);
         assert!(
             md.contains("| **power-off-taint**: taint | ✅ pass | 1/1 | 27.9s"),

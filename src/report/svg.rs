@@ -284,7 +284,7 @@ pub fn instances(r: &RunResult) -> Option<String> {
 }
 
 /// The colour of a segment of the "where the time went" bar.
-fn segment_color(s: Segment) -> &'static str {
+pub fn segment_color(s: Segment) -> &'static str {
     match s {
         Segment::Detection => "#d9822b",
         Segment::RemediationWait => "#8e44ad",
