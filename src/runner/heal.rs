@@ -274,22 +274,29 @@ fn ignore_missing(r: Result<(), kube::Error>) -> Result<(), String> {
     }
 }
 
-/// Waits until no namespace of a nodedown run (label `nodedown.dev/run`) is terminating, at
-/// most [`NAMESPACE_TIMEOUT`]; `Err` names the ones still there (or why they cannot be listed).
+/// Waits until no namespace of a nodedown run (label `nodedown.dev/run`) nor of a node agent
+/// (label `nodedown.dev/agent-node`) is terminating, at most [`NAMESPACE_TIMEOUT`]; `Err` names
+/// the ones still there (or why they cannot be listed). An invocation leaves nothing of its own
+/// behind when it exits.
 pub async fn wait_namespaces_gone(client: &Client) -> Result<(), String> {
     let api: Api<Namespace> = Api::all(client.clone());
-    let runs = ListParams::default().labels(crate::workload::RUN_LABEL);
     let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
     loop {
-        let terminating: Vec<String> = api
-            .list(&runs)
-            .await
-            .map_err(|e| format!("cannot list the runs' namespaces: {e}"))?
-            .items
-            .into_iter()
-            .filter(|n| n.metadata.deletion_timestamp.is_some())
-            .filter_map(|n| n.metadata.name)
-            .collect();
+        let mut terminating: Vec<String> = Vec::new();
+        for label in [
+            crate::workload::RUN_LABEL,
+            crate::faults::agent::AGENT_NODE_LABEL,
+        ] {
+            terminating.extend(
+                api.list(&ListParams::default().labels(label))
+                    .await
+                    .map_err(|e| format!("cannot list the runs' namespaces: {e}"))?
+                    .items
+                    .into_iter()
+                    .filter(|n| n.metadata.deletion_timestamp.is_some())
+                    .filter_map(|n| n.metadata.name),
+            );
+        }
         if terminating.is_empty() {
             return Ok(());
         }
