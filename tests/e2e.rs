@@ -1821,3 +1821,65 @@ fn a_replicated_statefulset_fails_over_one_replica_and_the_others_serve_on() {
     );
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// `nodedown qualify` end to end on testenv's attaching class, one row only (the whole quick
+/// matrix is a documented command, not CI's): the testdriver file's class and capabilities, the
+/// class's attachRequired read from the cluster (the row expects detach and attach), the row run
+/// and decided, the rows left out marked unknown, the rows that do not apply marked so with
+/// their reason, and the sheet in four formats with its digest.
+#[test]
+fn qualify_turns_a_testdriver_file_into_a_sheet() {
+    let _g = lock_cluster();
+    let out = tempdir();
+    let q = out.path().join("q");
+    let res = run_ok(
+        nodedown()
+            .args([
+                "qualify",
+                "--testdriver",
+                "tests/fixtures/testdriver/nodedown-attach.yaml",
+                "--quick",
+                "--repeat",
+                "1",
+                "--only",
+                "power-off-taint",
+                "--cluster-name",
+            ])
+            .arg(cluster_name())
+            .arg("--out")
+            .arg(&q),
+    );
+    assert_eq!(res.status.code(), Some(0));
+    let row_file = std::fs::read_to_string(q.join("experiments/power-off-taint.yaml")).unwrap();
+    assert!(
+        row_file.contains("seen: [volume-detached, volume-attached]"),
+        "the class attaches, as its CSIDriver says: {row_file}"
+    );
+    let sheet: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(q.join("sheet.json")).unwrap()).unwrap();
+    assert_eq!(sheet["environment"]["storageClass"], "nodedown-attach");
+    assert_eq!(sheet["environment"]["attachRequired"], true);
+    let row = |id: &str| {
+        sheet["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let taint = row("power-off-taint");
+    assert_eq!(taint["verdict"], "pass", "{taint}");
+    assert_eq!(taint["runs"], 1);
+    assert!(taint["timeToReady"]["p50Ms"].as_u64().unwrap() > 0);
+    assert!(taint["whereTheTimeWent"].as_array().unwrap().len() >= 5, "{taint}");
+    assert_eq!(row("pod-delete")["verdict"], "unknown", "left out by --only");
+    let fd = row("force-delete");
+    assert_eq!(fd["verdict"], "not-applicable");
+    assert!(fd["reason"].as_str().unwrap().contains("6-minute"));
+    assert_eq!(sheet["digest"].as_str().unwrap().len(), 64);
+    for f in ["sheet.md", "sheet.html", "sheet.junit.xml", "runs/results.json"] {
+        assert!(q.join(f).is_file(), "{f}");
+    }
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}
