@@ -1872,13 +1872,25 @@ fn qualify_turns_a_testdriver_file_into_a_sheet() {
     assert_eq!(taint["verdict"], "pass", "{taint}");
     assert_eq!(taint["runs"], 1);
     assert!(taint["timeToReady"]["p50Ms"].as_u64().unwrap() > 0);
-    assert!(taint["whereTheTimeWent"].as_array().unwrap().len() >= 5, "{taint}");
-    assert_eq!(row("pod-delete")["verdict"], "unknown", "left out by --only");
+    assert!(
+        taint["whereTheTimeWent"].as_array().unwrap().len() >= 5,
+        "{taint}"
+    );
+    assert_eq!(
+        row("pod-delete")["verdict"],
+        "unknown",
+        "left out by --only"
+    );
     let fd = row("force-delete");
     assert_eq!(fd["verdict"], "not-applicable");
     assert!(fd["reason"].as_str().unwrap().contains("6-minute"));
     assert_eq!(sheet["digest"].as_str().unwrap().len(), 64);
-    for f in ["sheet.md", "sheet.html", "sheet.junit.xml", "runs/results.json"] {
+    for f in [
+        "sheet.md",
+        "sheet.html",
+        "sheet.junit.xml",
+        "runs/results.json",
+    ] {
         assert!(q.join(f).is_file(), "{f}");
     }
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");

@@ -249,6 +249,21 @@ fn decide(mut row: SheetRow, runs: &[&RunResult]) -> SheetRow {
     row
 }
 
+/// A row's time-to-ready as `p50 / p90 / max`, or `—`.
+fn ready_cell(r: &SheetRow) -> String {
+    r.time_to_ready
+        .as_ref()
+        .map(|s| {
+            format!(
+                "{} / {} / {}",
+                fmt_ms(s.p50_ms),
+                fmt_ms(s.p90_ms),
+                fmt_ms(s.max_ms)
+            )
+        })
+        .unwrap_or_else(|| "—".into())
+}
+
 /// SHA-256 (hex) of the sheet's JSON with an empty digest.
 pub fn digest(sheet: &Sheet) -> String {
     use sha2::{Digest, Sha256};
@@ -319,18 +334,7 @@ pub fn markdown(sheet: &Sheet) -> String {
             Some(why) => format!("{icon}: {}", why.replace('|', "\\|")),
             None => icon.to_string(),
         };
-        let ready = r
-            .time_to_ready
-            .as_ref()
-            .map(|s| {
-                format!(
-                    "{} / {} / {}",
-                    fmt_ms(s.p50_ms),
-                    fmt_ms(s.p90_ms),
-                    fmt_ms(s.max_ms)
-                )
-            })
-            .unwrap_or_else(|| "—".into());
+        let ready = ready_cell(r);
         let went = if r.where_the_time_went.is_empty() {
             "—".to_string()
         } else {
@@ -445,18 +449,7 @@ pub fn html(sheet: &Sheet) -> String {
             Some(why) => format!("{}: {}", r.verdict.as_str(), xml_escape(why)),
             None => r.verdict.as_str().to_string(),
         };
-        let ready = r
-            .time_to_ready
-            .as_ref()
-            .map(|s| {
-                format!(
-                    "{} / {} / {}",
-                    fmt_ms(s.p50_ms),
-                    fmt_ms(s.p90_ms),
-                    fmt_ms(s.max_ms)
-                )
-            })
-            .unwrap_or_else(|| "—".into());
+        let ready = ready_cell(r);
         let bar = bar(&r.where_the_time_went);
         let _ = writeln!(
             out,
