@@ -82,7 +82,16 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let facts = cluster_facts(&args.run, &class).await;
+    let (facts, driver_facts) = match cluster_facts(
+        &args.run,
+        &class,
+        driver.as_ref().map(|d| d.driver.as_str()),
+    )
+    .await
+    {
+        Some((f, d)) => (Some(f), d),
+        None => (None, None),
+    };
     let attaches = facts.as_ref().and_then(|f| f.attach_required);
     if let (Some(d), Some(p)) = (&driver, facts.as_ref().and_then(|f| f.provisioner.clone())) {
         if d.driver != p {
@@ -179,6 +188,8 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         driver: driver.as_ref().map(|d| d.driver.clone()),
         provisioner: facts.as_ref().and_then(|f| f.provisioner.clone()),
         attach_required: attaches,
+        driver_version: driver_facts.as_ref().and_then(|d| d.version.clone()),
+        driver_nodes: driver_facts.as_ref().map(|d| d.registered_nodes.len()),
         kubernetes: facts.as_ref().map(|f| f.kubernetes.clone()),
         nodes: facts.as_ref().map(|f| f.nodes.len()),
     };
@@ -238,7 +249,14 @@ fn class_in_manifest(path: &std::path::Path) -> Result<String, String> {
 /// The class's provisioner and attachRequired and the cluster's version and nodes, through the
 /// kubeconfig context the runs will use (`--context`, else `kind-<cluster name>`); `None` when
 /// the cluster cannot be reached yet (a kind cluster qualify is about to create).
-async fn cluster_facts(args: &RunArgs, class: &str) -> Option<crate::timeline::ClusterFacts> {
+async fn cluster_facts(
+    args: &RunArgs,
+    class: &str,
+    driver: Option<&str>,
+) -> Option<(
+    crate::timeline::ClusterFacts,
+    Option<crate::cluster::DriverFacts>,
+)> {
     let context = args.context.clone().unwrap_or_else(|| {
         format!(
             "kind-{}",
@@ -248,5 +266,11 @@ async fn cluster_facts(args: &RunArgs, class: &str) -> Option<crate::timeline::C
     let (client, _) = crate::cluster::client_for_context(Some(&context))
         .await
         .ok()?;
-    crate::cluster::facts(&client, class).await.ok()
+    let facts = crate::cluster::facts(&client, class).await.ok()?;
+    let name = driver.or(facts.provisioner.as_deref());
+    let driver = match name {
+        Some(n) => crate::cluster::driver_facts(&client, n).await.ok(),
+        None => None,
+    };
+    Some((facts, driver))
 }

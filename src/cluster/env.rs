@@ -584,6 +584,38 @@ pub async fn facts(
     })
 }
 
+/// What the cluster says of a CSI driver beyond its class: the version its CSIDriver object
+/// publishes (the `app.kubernetes.io/version` label, the Kubernetes recommended label; a CSI
+/// driver's own version, GetPluginInfo's vendor_version, is not visible through the API) and the
+/// nodes whose CSINode lists the driver (where its node plugin registered).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DriverFacts {
+    pub version: Option<String>,
+    pub registered_nodes: Vec<String>,
+}
+
+pub async fn driver_facts(client: &Client, driver: &str) -> Result<DriverFacts, kube::Error> {
+    use k8s_openapi::api::storage::v1::{CSIDriver, CSINode};
+    let version = kube::Api::<CSIDriver>::all(client.clone())
+        .get_opt(driver)
+        .await?
+        .and_then(|d| d.metadata.labels)
+        .and_then(|l| l.get("app.kubernetes.io/version").cloned());
+    let mut registered_nodes: Vec<String> = kube::Api::<CSINode>::all(client.clone())
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|n| n.spec.drivers.iter().any(|d| d.name == driver))
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    registered_nodes.sort();
+    Ok(DriverFacts {
+        version,
+        registered_nodes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

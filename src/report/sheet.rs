@@ -83,6 +83,13 @@ pub struct SheetEnvironment {
     pub provisioner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attach_required: Option<bool>,
+    /// The CSIDriver's `app.kubernetes.io/version` label (absent when it publishes none: the
+    /// driver's GetPluginInfo version is not visible through the API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_version: Option<String>,
+    /// How many nodes' CSINode objects list the driver (its node plugin registered there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_nodes: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -304,6 +311,15 @@ pub fn markdown(sheet: &Sheet) -> String {
     }
     if let Some(p) = &e.provisioner {
         env.push(format!("provisioner {p}"));
+    }
+    if e.provisioner.is_some() || e.driver.is_some() {
+        env.push(match &e.driver_version {
+            Some(v) => format!("driver version {v}"),
+            None => "driver version not published (no app.kubernetes.io/version label on its CSIDriver)".into(),
+        });
+    }
+    if let Some(n) = e.driver_nodes {
+        env.push(format!("registered on {n} node(s) (CSINode)"));
     }
     match e.attach_required {
         Some(true) => env.push("attaches (VolumeAttachments)".into()),
@@ -641,6 +657,8 @@ mod tests {
             driver: Some("csi.nodedown.dev".into()),
             provisioner: None,
             attach_required: None,
+            driver_version: None,
+            driver_nodes: None,
             kubernetes: None,
             nodes: None,
         };
@@ -696,5 +714,18 @@ mod tests {
             "{md}"
         );
         assert!(md.contains(&s.digest));
+        assert!(
+            md.contains("driver version not published (no app.kubernetes.io/version label"),
+            "an absent version is said, not left out: {md}"
+        );
+        let mut versioned = s.clone();
+        versioned.environment.driver_version = Some("v1.2.0".into());
+        versioned.environment.driver_nodes = Some(6);
+        let md = markdown(&versioned);
+        assert!(
+            md.contains("driver version v1.2.0 · registered on 6 node(s) (CSINode)"),
+            "{md}"
+        );
+        assert!(html(&versioned).contains("driver version v1.2.0"));
     }
 }
