@@ -60,6 +60,8 @@ pub enum Backend {
     Agent,
     /// The API server (pod faults: a graceful pod delete).
     Api,
+    /// kwok's simulated nodes (a node stops heartbeating).
+    Kwok,
 }
 
 impl Backend {
@@ -69,6 +71,7 @@ impl Backend {
             Backend::PowerHooks => "power-hooks",
             Backend::Agent => "agent",
             Backend::Api => "api",
+            Backend::Kwok => "kwok",
         }
     }
 }

@@ -98,7 +98,8 @@ pub struct Env {
 /// The cluster `name` of `provider`, driven by the CLI the options name.
 fn local_cluster(provider: Provider, name: &str, opts: &ClusterOptions) -> Option<LocalCluster> {
     match provider {
-        Provider::Kind => Some(LocalCluster::Kind(Kind::new(
+        // The simulated cluster's control plane is a kind cluster.
+        Provider::Kind | Provider::Kwok => Some(LocalCluster::Kind(Kind::new(
             name,
             opts.kind_bin.as_deref(),
             &opts.cache_dir,

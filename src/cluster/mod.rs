@@ -12,6 +12,7 @@ pub use env::{
     targets_existing, ClusterOptions, DriverFacts, Env, Session,
 };
 pub use k3d::K3d;
+pub mod kwok;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -58,7 +59,7 @@ const KIND_HINT: &str =
     "install kind or run testenv/up (it builds kind offline), or give --kind (NODEDOWN_KIND)";
 
 /// `tool` on PATH, else `fallback` (testenv's cached build).
-fn find_tool(tool: &str, fallback: &Path) -> PathBuf {
+pub(crate) fn find_tool(tool: &str, fallback: &Path) -> PathBuf {
     std::env::var_os("PATH")
         .and_then(|p| {
             std::env::split_paths(&p)

@@ -11,12 +11,14 @@ pub mod agent;
 mod api;
 mod docker;
 pub mod hooks;
+pub mod kwok;
 pub mod partition;
 
 pub use agent::AgentNodeControl;
 pub use api::ApiPodControl;
 pub use docker::DockerNodeControl;
 pub use hooks::{HooksNodeControl, PowerHooks};
+pub use kwok::KwokNodeControl;
 pub use partition::{heal_partition_script, partition_script, PARTITION_CHAIN};
 
 use crate::spec::FaultKind;
@@ -81,6 +83,15 @@ impl Capability {
         Capability {
             backend: Backend::Api,
             faults: vec![FaultKind::PodDelete],
+            graceful_shutdown: false,
+        }
+    }
+
+    /// kwok's simulated nodes: a node stops heartbeating (and is "powered off" for fencing).
+    pub fn kwok() -> Capability {
+        Capability {
+            backend: Backend::Kwok,
+            faults: vec![FaultKind::NodeShutdown],
             graceful_shutdown: false,
         }
     }

@@ -312,13 +312,14 @@ pub fn markdown(sheet: &Sheet) -> String {
     if let Some(p) = &e.provisioner {
         env.push(format!("provisioner {p}"));
     }
-    if e.provisioner.is_some() || e.driver.is_some() {
+    // A CSI driver (its CSIDriver object gave attachRequired); not kubernetes.io/no-provisioner.
+    if e.attach_required.is_some() {
         env.push(match &e.driver_version {
             Some(v) => format!("driver version {v}"),
             None => "driver version not published (no app.kubernetes.io/version label on its CSIDriver)".into(),
         });
     }
-    if let Some(n) = e.driver_nodes {
+    if let Some(n) = e.driver_nodes.filter(|_| e.attach_required.is_some()) {
         env.push(format!("registered on {n} node(s) (CSINode)"));
     }
     match e.attach_required {

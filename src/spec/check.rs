@@ -601,7 +601,7 @@ pub(super) fn validate(exp: &Experiment, file: &Path, tree: &Node) -> Result<(),
                 ));
             }
         }
-        Provider::Kind | Provider::K3d => {
+        Provider::Kind | Provider::K3d | Provider::Kwok => {
             if let (Some(config), Some(resolved)) =
                 (&exp.cluster.config, cluster_config_path(file, &exp.cluster))
             {
@@ -617,8 +617,20 @@ pub(super) fn validate(exp: &Experiment, file: &Path, tree: &Node) -> Result<(),
         }
     }
 
+    if exp.cluster.provider == Provider::Kwok {
+        super::simulated::check(exp, &|field, problem, hint| check.fail(field, problem, hint))?;
+    } else if exp.cluster.simulated_nodes.is_some() {
+        return Err(check.fail(
+            "cluster.simulatedNodes",
+            "`simulatedNodes` is for the simulated cluster only",
+            "write `provider: kwok`, or remove `simulatedNodes`",
+        ));
+    }
+
     let workload = &exp.workload;
-    check.workload(workload, "workload")?;
+    if exp.cluster.provider != Provider::Kwok {
+        check.workload(workload, "workload")?;
+    }
 
     // Each part as written: the experiment's, then each variant's.
     check.fault(&exp.fault, "fault", workload)?;
@@ -642,7 +654,7 @@ pub(super) fn validate(exp: &Experiment, file: &Path, tree: &Node) -> Result<(),
                 "give each variant its own name",
             ));
         }
-        if let Some(w) = &variant.workload {
+        if let Some(w) = variant.workload.as_ref().filter(|_| exp.cluster.provider != Provider::Kwok) {
             check.workload(w, &format!("{base}.workload"))?;
         }
         if let Some(fault) = &variant.fault {

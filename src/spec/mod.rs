@@ -3,6 +3,7 @@
 mod check;
 mod load;
 mod model;
+pub mod simulated;
 mod testdriver;
 mod yaml;
 pub use check::{refused_on_k3d, K3D_REFUSAL, K3D_REFUSAL_FIX};

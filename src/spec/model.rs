@@ -103,6 +103,10 @@ pub struct ClusterSpec {
     /// Reuse a cluster of that name when it exists (default true).
     #[serde(default = "yes")]
     pub reuse: bool,
+    /// `provider: kwok`: how many simulated nodes the cluster has (default 50); nodedown adds
+    /// the missing ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulated_nodes: Option<u32>,
 }
 
 fn yes() -> bool {
@@ -116,6 +120,7 @@ impl Default for ClusterSpec {
             config: None,
             name: None,
             reuse: true,
+            simulated_nodes: None,
         }
     }
 }
@@ -132,6 +137,10 @@ pub enum Provider {
     K3d,
     /// An existing cluster, reached through kubeconfig / `--context`.
     Existing,
+    /// nodedown's simulated cluster: a kind control plane (its own, `nodedown-sim` unless
+    /// `name` says otherwise) whose workers are kwok's simulated nodes
+    /// (`cluster.simulatedNodes`). Control-plane timings only: no data path, no integrity.
+    Kwok,
 }
 
 impl Provider {
@@ -140,6 +149,7 @@ impl Provider {
             Provider::Kind => "kind",
             Provider::K3d => "k3d",
             Provider::Existing => "existing",
+            Provider::Kwok => "kwok",
         }
     }
 }

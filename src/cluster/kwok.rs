@@ -1,0 +1,202 @@
+//! The simulated provider (`provider: kwok`): a kind cluster's real control plane whose workers
+//! are simulated by kwok (sigs.k8s.io/kwok v0.8.0, built by testenv/build-kwok.sh). nodedown
+//! starts kwok as a child process for the invocation, with its own stages
+//! (`kwok-stages.yaml`), and adds the simulated Node objects itself: zone labels, a taint so
+//! nothing but the experiment's pods lands there, the annotation that puts the node under the
+//! attach/detach controller, and a CSINode naming the attaching driver, so VolumeAttachments are
+//! made and processed by the real attach/detach controller and external-attacher.
+
+use super::ClusterError;
+use crate::faults::kwok::{MANAGED_LABEL, SIMULATED_LABEL};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::storage::v1::CSINode;
+use kube::api::PostParams;
+use kube::{Api, Client};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// kwok's lifecycle stages for nodedown's simulated nodes and pods.
+pub const STAGES: &str = include_str!("kwok-stages.yaml");
+/// testenv's build (testenv/build-kwok.sh), under the cache directory.
+pub const TESTENV_KWOK: &str = "kwok-v0.8.0/kwok";
+/// The taint every simulated node carries; the simulated workload tolerates it.
+pub const SIMULATED_TAINT: &str = "nodedown.dev/simulated";
+/// The kind config of the simulated cluster when the experiment names none.
+pub const DEFAULT_CONFIG: &str = include_str!("../../kind-configs/simulated.yaml");
+/// The simulated cluster's host directory (its kind config's extraMount): the attaching
+/// driver's store lives under `csi/`.
+pub const HOST_DIR: &str = "/var/lib/nodedown/simulated";
+/// kwok's Lease duration: it renews every quarter of it (10 s), inside the 16 s grace period.
+pub const LEASE_SECONDS: u32 = 40;
+
+/// kwok: `NODEDOWN_KWOK`, else `kwok` on PATH, else testenv's cached build.
+pub fn kwok_bin(cache_dir: &Path) -> PathBuf {
+    if let Some(p) = std::env::var_os("NODEDOWN_KWOK") {
+        return PathBuf::from(p);
+    }
+    super::find_tool("kwok", &cache_dir.join(TESTENV_KWOK))
+}
+
+/// The simulated node `i` (0-based): `sim-0000`, `sim-0001`, …
+pub fn node_name(i: u32) -> String {
+    format!("sim-{i:04}")
+}
+
+/// Zones of three, round robin: `sim-0000` zone-a, `sim-0001` zone-b, …
+pub fn zone_of(i: u32) -> &'static str {
+    ["zone-a", "zone-b", "zone-c"][(i % 3) as usize]
+}
+
+/// The Node object of simulated node `i`, as nodedown creates it (kwok fills its status).
+pub fn node_object(i: u32) -> Node {
+    let name = node_name(i);
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                SIMULATED_LABEL: "true",
+                MANAGED_LABEL: "up",
+                "type": "kwok",
+                "kubernetes.io/hostname": name,
+                "topology.kubernetes.io/zone": zone_of(i),
+            },
+            "annotations": {
+                // What the kubelet sets: without it the attach/detach controller ignores the node.
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                "kwok.x-k8s.io/node": "fake",
+            },
+        },
+        "spec": {
+            "taints": [{"key": SIMULATED_TAINT, "value": "true", "effect": "NoSchedule"}],
+        },
+    }))
+    .expect("a valid Node")
+}
+
+/// The CSINode a node plugin of `driver` would register on node `name`.
+pub fn csinode_object(name: &str, driver: &str) -> CSINode {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": name},
+        "spec": {"drivers": [{"name": driver, "nodeID": name}]},
+    }))
+    .expect("a valid CSINode")
+}
+
+/// A running kwok, ended when dropped (it is this invocation's child).
+pub struct Kwok {
+    child: tokio::process::Child,
+    pub log: PathBuf,
+}
+
+impl Kwok {
+    /// Starts kwok against the cluster of `kubeconfig`, managing the nodes labelled
+    /// `MANAGED_LABEL=up`; its stages and log go to `dir`.
+    pub async fn start(bin: &Path, kubeconfig: &Path, dir: &Path) -> Result<Kwok, ClusterError> {
+        let stages = dir.join("kwok-stages.yaml");
+        std::fs::write(&stages, STAGES).map_err(|e| ClusterError::Kubeconfig(format!("{}: {e}", stages.display())))?;
+        let log = dir.join("kwok.log");
+        let out = std::fs::File::create(&log).map_err(|e| ClusterError::Kubeconfig(format!("{}: {e}", log.display())))?;
+        let err = out.try_clone().map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+        let child = tokio::process::Command::new(bin)
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--config={}", stages.display()))
+            .arg(format!("--manage-nodes-with-label-selector={MANAGED_LABEL}=up"))
+            .arg(format!("--node-lease-duration-seconds={LEASE_SECONDS}"))
+            .arg("--cidr=10.200.0.0/16")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| ClusterError::ToolMissing {
+                bin: bin.display().to_string(),
+                source,
+                hint: "build it with testenv/build-kwok.sh, or give NODEDOWN_KWOK=/path/to/kwok",
+            })?;
+        Ok(Kwok { child, log })
+    }
+
+    /// Whether kwok is still running (it exits on a bad stage or kubeconfig).
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+/// Makes sure simulated nodes 0..count exist (creating the missing ones with their CSINode for
+/// `driver`) and registers each with the attaching driver's store under `store` (the reference
+/// driver's controller accepts a node only once a node plugin has registered it; a simulated
+/// node has none, so nodedown registers it — the "told so" of the simulated provider). Returns
+/// the names.
+pub async fn ensure_nodes(
+    client: &Client,
+    count: u32,
+    driver: &str,
+    store: Option<&Path>,
+) -> Result<Vec<String>, kube::Error> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let csinodes: Api<CSINode> = Api::all(client.clone());
+    let existing: std::collections::HashSet<String> = nodes
+        .list(&kube::api::ListParams::default().labels(&format!("{SIMULATED_LABEL}=true")))
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    let mut names = Vec::new();
+    for i in 0..count {
+        let name = node_name(i);
+        if !existing.contains(&name) {
+            nodes.create(&PostParams::default(), &node_object(i)).await?;
+        }
+        if csinodes.get_opt(&name).await?.is_none() {
+            csinodes
+                .create(&PostParams::default(), &csinode_object(&name, driver))
+                .await?;
+        }
+        if let Some(store) = store {
+            let dir = store.join("nodes");
+            if dir.is_dir() {
+                let _ = std::fs::write(dir.join(&name), b"");
+            }
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_simulated_node_is_labelled_tainted_and_under_the_attach_detach_controller() {
+        let n = node_object(4);
+        let labels = n.metadata.labels.unwrap();
+        assert_eq!(n.metadata.name.as_deref(), Some("sim-0004"));
+        assert_eq!(labels["topology.kubernetes.io/zone"], "zone-b");
+        assert_eq!(labels[MANAGED_LABEL], "up");
+        assert_eq!(
+            n.metadata.annotations.unwrap()["volumes.kubernetes.io/controller-managed-attach-detach"],
+            "true"
+        );
+        let taints = n.spec.unwrap().taints.unwrap();
+        assert_eq!(taints[0].key, SIMULATED_TAINT);
+        assert_eq!(taints[0].effect, "NoSchedule");
+        let c = csinode_object("sim-0004", "csi.nodedown.dev");
+        assert_eq!(c.spec.drivers[0].node_id, "sim-0004");
+    }
+
+    #[test]
+    fn the_stages_are_kwok_stage_documents() {
+        let docs: Vec<serde_json::Value> = STAGES
+            .split("\n---\n")
+            .map(|d| serde_saphyr::from_str(d).unwrap())
+            .collect();
+        assert_eq!(docs.len(), 3);
+        assert!(docs.iter().all(|d| d["kind"] == "Stage"));
+    }
+}

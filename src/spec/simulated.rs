@@ -1,0 +1,118 @@
+//! What an experiment on the simulated cluster (`provider: kwok`) may ask for: kwok's nodes
+//! have no kubelet and its pods no process, so the fault is a node that stops heartbeating
+//! (node-shutdown, hard), the remediations are the ones the control plane carries out alone
+//! (none, the out-of-service taint), and there is no data to check.
+
+use super::model::{Experiment, FaultKind, RemediationSpec};
+use super::SpecError;
+
+/// The most simulated nodes a cluster may be given (`cluster.simulatedNodes`).
+pub const MAX_SIMULATED_NODES: u32 = 2000;
+/// The most instances (StatefulSets, each one pod and one attaching volume) a simulated run has.
+pub const MAX_SIMULATED_INSTANCES: u32 = 5000;
+/// Simulated nodes when `simulatedNodes` is not given.
+pub const DEFAULT_SIMULATED_NODES: u32 = 50;
+
+type Fail<'a> = dyn Fn(&str, String, &str) -> SpecError + 'a;
+
+pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> {
+    let nodes = exp
+        .cluster
+        .simulated_nodes
+        .unwrap_or(DEFAULT_SIMULATED_NODES);
+    if nodes < 2 || nodes > MAX_SIMULATED_NODES {
+        return Err(fail(
+            "cluster.simulatedNodes",
+            format!("`simulatedNodes: {nodes}`: a simulated cluster has from 2 to {MAX_SIMULATED_NODES} nodes"),
+            "write e.g. `simulatedNodes: 200`",
+        ));
+    }
+    let variants = exp.variant_specs();
+    let many = !exp.variants.is_empty();
+    for (i, v) in variants.iter().enumerate() {
+        let at = |field: &str| {
+            if many {
+                format!("variants[{i}].{field}")
+            } else {
+                field.to_string()
+            }
+        };
+        let w = v.workload;
+        if w.instances == 0 || w.instances > MAX_SIMULATED_INSTANCES {
+            return Err(fail(
+                &at("workload.instances"),
+                format!(
+                    "`instances: {}`: a simulated run has from 1 to {MAX_SIMULATED_INSTANCES} instances",
+                    w.instances
+                ),
+                "write e.g. `instances: 100` (spread over the faulted nodes)",
+            ));
+        }
+        if w.replicas != 1 {
+            return Err(fail(
+                &at("workload.replicas"),
+                "a simulated run's instances have one pod each".into(),
+                "remove `replicas`",
+            ));
+        }
+        let f = v.fault;
+        if f.kind != FaultKind::NodeShutdown || f.graceful {
+            return Err(fail(
+                &at("fault.kind"),
+                format!(
+                    "fault `{}`{} cannot happen to a simulated node: it has no kubelet, network or process, only a heartbeat",
+                    f.kind.as_str(),
+                    if f.graceful { " (graceful)" } else { "" }
+                ),
+                "write `kind: node-shutdown` (the node stops heartbeating, as when powered off)",
+            ));
+        }
+        let count = if f.target.nodes.is_empty() {
+            f.target.count
+        } else {
+            Some(f.target.nodes.len() as u32)
+        };
+        let Some(count) = count else {
+            return Err(fail(
+                &at("fault.target"),
+                "a simulated run names how many nodes it loses".into(),
+                "write `target: {count: 5}`",
+            ));
+        };
+        if count >= nodes {
+            return Err(fail(
+                &at("fault.target.count"),
+                format!("{count} nodes lost out of {nodes} leaves none for the replacements"),
+                "lose fewer nodes, or raise `cluster.simulatedNodes`",
+            ));
+        }
+        if w.instances < count {
+            return Err(fail(
+                &at("workload.instances"),
+                format!(
+                    "{} instances cannot occupy {count} nodes",
+                    w.instances
+                ),
+                "give at least one instance per lost node",
+            ));
+        }
+        match v.remediation {
+            RemediationSpec::None | RemediationSpec::OutOfServiceTaint { .. } => {}
+            _ => {
+                return Err(fail(
+                    &at("remediation.kind"),
+                    "on simulated nodes only `none` and `out-of-service-taint` mean what they mean on real ones (kwok never reports volumes in use, so a force-deleted pod's volume would detach at once instead of after 6 minutes)".into(),
+                    "write `kind: none` or `kind: out-of-service-taint`",
+                ));
+            }
+        }
+        if v.expect.integrity.is_some() || v.expect.write_outage.is_some() {
+            return Err(fail(
+                &at("expect"),
+                "a simulated run has no data path: there is no integrity or write outage to expect".into(),
+                "remove `integrity` and `writeOutage`",
+            ));
+        }
+    }
+    Ok(())
+}
