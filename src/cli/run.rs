@@ -268,6 +268,35 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         ));
         return EXIT_BAD_INPUT;
     }
+    // The simulated cluster has its own runner: control-plane timings, no data path.
+    let simulated = runs
+        .iter()
+        .filter(|r| r.cluster.provider == crate::spec::Provider::Kwok)
+        .count();
+    if simulated > 0 {
+        if simulated < runs.len() {
+            error("simulated experiments (`provider: kwok`) and experiments on real nodes cannot share an invocation: run them with two commands");
+            return EXIT_BAD_INPUT;
+        }
+        if args.provider.is_some() || args.context.is_some() || args.dry_run {
+            error("--provider, --context and --dry-run do not apply to simulated experiments (`provider: kwok`: nodedown makes its own cluster)");
+            return EXIT_BAD_INPUT;
+        }
+        let out = args.out.clone().unwrap_or_else(|| {
+            let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                .to_string()
+                .replace(':', "");
+            PathBuf::from("runs").join(stamp)
+        });
+        let opts = runner::simulated::SimulatedOptions {
+            out,
+            cache_dir: args.tools.cache_dir.clone(),
+            kind_bin: args.tools.kind_bin.clone(),
+            node_image: args.node_image.clone(),
+            quiet,
+        };
+        return runner::simulated::run_all(runs, opts, runner::Interrupt::install()).await;
+    }
     let cluster_opts = ClusterOptions {
         provider: args.provider.map(|p| match p {
             ProviderArg::Kind => crate::spec::Provider::Kind,

@@ -135,6 +135,11 @@ impl DockerNodes {
         Ok(names)
     }
 
+    /// The container's full id (what its processes' cgroup paths name).
+    pub async fn container_id(&self, container: &str) -> Result<Option<String>, ClusterError> {
+        Ok(self.docker.inspect_container(container, None).await?.id)
+    }
+
     pub async fn is_running(&self, container: &str) -> Result<bool, ClusterError> {
         let info = self.docker.inspect_container(container, None).await?;
         Ok(info.state.and_then(|s| s.running).unwrap_or(false))

@@ -459,7 +459,7 @@ async fn load_into_nodes(
     Ok(())
 }
 
-fn default_node_image(cache_dir: &Path) -> String {
+pub fn default_node_image(cache_dir: &Path) -> String {
     std::fs::read_to_string(cache_dir.join("node-image"))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "nodedown/node:latest".into())

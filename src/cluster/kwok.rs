@@ -120,6 +120,10 @@ impl Kwok {
         Ok(Kwok { child, log })
     }
 
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Whether kwok is still running (it exits on a bad stage or kubeconfig).
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

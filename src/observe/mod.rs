@@ -7,6 +7,7 @@ mod counters;
 mod diff;
 mod ready;
 mod recorder;
+pub mod procs;
 pub use acks::*;
 pub use counters::*;
 pub use diff::*;

@@ -6,6 +6,7 @@
 //! action; healing runs on every exit path.
 
 pub mod heal;
+pub mod simulated;
 mod progress;
 
 pub use progress::Progress;

@@ -48,6 +48,17 @@ pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> 
                 "write e.g. `instances: 100` (spread over the faulted nodes)",
             ));
         }
+        if w.storage_class != crate::workload::ATTACH_CLASS {
+            return Err(fail(
+                &at("workload.storageClass"),
+                format!(
+                    "the simulated cluster has one storage class, `{}` (the attaching reference driver, with the real external-attacher); `{}` is not there",
+                    crate::workload::ATTACH_CLASS,
+                    w.storage_class
+                ),
+                "write `storageClass: nodedown-attach`",
+            ));
+        }
         if w.replicas != 1 {
             return Err(fail(
                 &at("workload.replicas"),

@@ -7,6 +7,7 @@ mod fleet;
 pub use fleet::*;
 mod breakdown;
 pub use breakdown::*;
+pub mod scale;
 
 /// Recorded events.jsonl fixtures and their parser, shared by the pure modules' tests.
 #[cfg(test)]

@@ -1,0 +1,144 @@
+//! CPU time and memory of processes, from /proc: the simulated cluster's control plane (its
+//! processes are the host's, inside the control-plane container's cgroup), kwok, and nodedown
+//! itself. CPU in clock ticks of USER_HZ, which the kernel fixes at 100 per second for /proc.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// /proc's clock ticks per second (USER_HZ).
+pub const TICKS_PER_SECOND: u64 = 100;
+
+/// One process's CPU time so far and memory now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcUse {
+    pub cpu_ticks: u64,
+    pub rss_kib: u64,
+}
+
+/// `utime + stime` from a /proc/<pid>/stat line (fields 14 and 15, after the `)` that ends the
+/// command name, which may itself hold spaces and parentheses).
+pub fn cpu_ticks_of_stat(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14, stime field 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// A `Name:   value kB` line of /proc/<pid>/status, in KiB.
+pub fn status_kib(status: &str, key: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+fn read_use(pid: &str) -> Option<ProcUse> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    Some(ProcUse {
+        cpu_ticks: cpu_ticks_of_stat(&stat)?,
+        rss_kib: status_kib(&status, "VmRSS").unwrap_or(0),
+    })
+}
+
+/// The use of the processes named `comms` (their /proc comm, at most 15 characters) inside the
+/// Docker container `container_id`, summed per name.
+pub fn in_container(container_id: &str, comms: &[&str]) -> BTreeMap<String, ProcUse> {
+    let mut out: BTreeMap<String, ProcUse> = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    let marker = format!("/docker/{container_id}");
+    for e in dir.flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
+            continue;
+        };
+        let comm = comm.trim();
+        if !comms.contains(&comm) {
+            continue;
+        }
+        let in_it = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+            .is_ok_and(|c| c.contains(&marker));
+        if !in_it {
+            continue;
+        }
+        if let Some(u) = read_use(&pid) {
+            let slot = out.entry(comm.to_string()).or_default();
+            slot.cpu_ticks += u.cpu_ticks;
+            slot.rss_kib += u.rss_kib;
+        }
+    }
+    out
+}
+
+/// One process by pid.
+pub fn of_pid(pid: u32) -> Option<ProcUse> {
+    read_use(&pid.to_string())
+}
+
+/// nodedown's own use, with its peak resident memory (VmHWM).
+pub fn own() -> (ProcUse, u64) {
+    let u = read_use("self").unwrap_or_default();
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| status_kib(&s, "VmHWM"))
+        .unwrap_or(0);
+    (u, hwm)
+}
+
+/// What a process used over a stretch of time: average cores and peak memory seen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub name: String,
+    /// CPU seconds over the stretch divided by its wall seconds.
+    pub cores: f64,
+    pub cpu_seconds: f64,
+    pub max_rss_mib: f64,
+}
+
+/// Average cores and peak memory from two samples `seconds` apart (and the peak seen between).
+pub fn usage(name: &str, before: ProcUse, after: ProcUse, peak_rss_kib: u64, seconds: f64) -> Usage {
+    let cpu_seconds = after.cpu_ticks.saturating_sub(before.cpu_ticks) as f64 / TICKS_PER_SECOND as f64;
+    Usage {
+        name: name.into(),
+        cores: if seconds > 0.0 { cpu_seconds / seconds } else { 0.0 },
+        cpu_seconds,
+        max_rss_mib: peak_rss_kib.max(after.rss_kib) as f64 / 1024.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_ticks_skip_a_command_name_with_spaces_and_parentheses() {
+        // Synthetic: a /proc/<pid>/stat line in the kernel's layout, its name with spaces.
+        let stat = "1234 (a (b) c) S 1 1234 1234 0 -1 4194560 5000 0 0 0 731 254 0 0 20 0 12 0 900 1000000 2000 18446744073709551615";
+        assert_eq!(cpu_ticks_of_stat(stat), Some(731 + 254));
+        assert_eq!(cpu_ticks_of_stat("garbage"), None);
+    }
+
+    #[test]
+    fn status_values_are_read_in_kib() {
+        let status = "Name:\tetcd\nVmHWM:\t  81234 kB\nVmRSS:\t   70000 kB\n";
+        assert_eq!(status_kib(status, "VmRSS"), Some(70_000));
+        assert_eq!(status_kib(status, "VmHWM"), Some(81_234));
+        assert_eq!(status_kib(status, "VmSwap"), None);
+        let u = usage(
+            "etcd",
+            ProcUse { cpu_ticks: 100, rss_kib: 1024 },
+            ProcUse { cpu_ticks: 300, rss_kib: 2048 },
+            4096,
+            4.0,
+        );
+        assert_eq!((u.cpu_seconds, u.cores, u.max_rss_mib), (2.0, 0.5, 4.0));
+    }
+}
