@@ -1895,3 +1895,121 @@ fn qualify_turns_a_testdriver_file_into_a_sheet() {
     }
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// The simulated provider end to end: a control-plane-only kind cluster of its own with kwok's
+/// nodes; two nodes lost at once under ten attaching instances, with the out-of-service taint
+/// (every replacement back, volumes detached and attached by the real controllers) and without
+/// (nothing deleted, nothing back). Then the cluster is as before: every simulated node managed
+/// again, no taint of nodedown's left, no run namespace. The cluster is deleted at the end.
+#[test]
+fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
+    let _g = lock_cluster();
+    let name = "nodedown-sim-e2e";
+    let dir = tempdir();
+    let exp = dir.path().join("sim.yaml");
+    std::fs::write(
+        &exp,
+        format!(
+            "name: sim-e2e\n\
+             cluster: {{provider: kwok, name: {name}, simulatedNodes: 12}}\n\
+             workload: {{kind: ledger, storageClass: nodedown-attach, size: 1Gi, instances: 10}}\n\
+             fault: {{kind: node-shutdown, target: {{count: 2}}}}\n\
+             timeouts: {{recovery: 3m, steadyState: 5m}}\n\
+             variants:\n\
+             - name: taint\n  remediation: {{kind: out-of-service-taint, after: 0s}}\n  expect: {{recovered: true}}\n\
+             - name: none\n  remediation: {{kind: none}}\n  timeouts: {{recovery: 40s, steadyState: 5m}}\n  expect: {{recovered: false}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let status = run_ok(nodedown().arg("run").arg(&exp).arg("--out").arg(&out)).status;
+    let ctx = format!("kind-{name}");
+    let nodes = Command::new("kubectl")
+        .args([
+            "--context",
+            &ctx,
+            "get",
+            "nodes",
+            "-l",
+            "nodedown.dev/simulated=true",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let namespaces = Command::new("kubectl")
+        .args(["--context", &ctx, "get", "ns", "-o", "name"])
+        .output()
+        .unwrap();
+    let _ = Command::new("kind")
+        .args(["delete", "cluster", "--name", name])
+        .status();
+    assert_eq!(status.code(), Some(0), "both runs pass");
+    let read = |v: &str| -> serde_json::Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(out.join(format!("sim-e2e/{v}/1/results.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let taint = read("taint");
+    assert_eq!(taint["environment"]["simulated"], true);
+    assert_eq!(taint["lostNodes"], 2);
+    assert_eq!(taint["instances"], 10);
+    let reached = |r: &serde_json::Value, m: &str| {
+        let f = r["milestones"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["milestone"] == m)
+            .unwrap_or_else(|| panic!("milestone {m} in {r}"))
+            .clone();
+        (f["reached"].as_u64().unwrap(), f["of"].as_u64().unwrap())
+    };
+    for m in [
+        "not-ready",
+        "out-of-service-taint",
+        "pod-deleted",
+        "volume-detached",
+        "replacement-running",
+        "volume-attached",
+        "replacement-ready",
+    ] {
+        let (r, of) = reached(&taint, m);
+        assert!(r == of && of > 0, "{m}: {r}/{of}");
+    }
+    assert_eq!(taint["taintReaction"]["count"], 2);
+    let none = read("none");
+    assert_eq!(reached(&none, "not-ready"), (2, 2));
+    assert_eq!(
+        reached(&none, "pod-deleted"),
+        (0, 10),
+        "no remediation: nothing force-deleted"
+    );
+    assert_eq!(reached(&none, "replacement-ready"), (0, 10));
+    let summary = std::fs::read_to_string(out.join("sim-e2e/taint/1/summary.md")).unwrap();
+    assert!(summary.contains("SIMULATED"), "{summary}");
+    assert!(std::fs::read_to_string(out.join("curve.md"))
+        .unwrap()
+        .contains("sim-e2e/none/1"));
+    // The cluster as it was before the runs.
+    let nodes: serde_json::Value = serde_json::from_slice(&nodes.stdout).unwrap();
+    let items = nodes["items"].as_array().unwrap();
+    assert_eq!(items.len(), 12);
+    for n in items {
+        assert_eq!(
+            n["metadata"]["labels"]["nodedown.dev/kwok-managed"], "up",
+            "{n}"
+        );
+        let taints: Vec<&str> = n["spec"]["taints"]
+            .as_array()
+            .map(|t| t.iter().filter_map(|t| t["key"].as_str()).collect())
+            .unwrap_or_default();
+        assert!(
+            !taints.iter().any(|k| k.starts_with("nodedown.dev/placing")
+                || *k == "node.kubernetes.io/out-of-service"),
+            "{taints:?}"
+        );
+    }
+    let namespaces = String::from_utf8_lossy(&namespaces.stdout);
+    assert!(!namespaces.contains("namespace/nd-"), "{namespaces}");
+}

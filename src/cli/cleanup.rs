@@ -87,6 +87,21 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
             Err(e) => error(e),
         }
     }
+    // A simulated node comes back only while kwok runs: cleanup runs its own for the heal.
+    let _kwok = if env.session.provider == crate::spec::Provider::Kwok {
+        let dir = session_file.parent().unwrap_or(Path::new("."));
+        match crate::runner::simulated::start_kwok_for(&env, dir, &args.tools.cache_dir).await {
+            Ok(k) => Some(k),
+            Err(e) => {
+                error(format!(
+                    "cannot start kwok to bring the simulated nodes back: {e}"
+                ));
+                return EXIT_HARNESS;
+            }
+        }
+    } else {
+        None
+    };
     let healer = crate::runner::healer(&env, args.node_timeout);
     let mut failures = 0;
     let mut healed = 0;

@@ -121,6 +121,9 @@ pub fn capabilities_of(provider: Provider, local: bool, hooks: bool) -> Vec<Capa
     if hooks {
         out.push(Capability::power_hooks());
     }
+    if provider == Provider::Kwok {
+        out.push(Capability::kwok());
+    }
     if local {
         let flavor = match provider {
             Provider::K3d => NodeFlavor::K3d,
@@ -160,6 +163,11 @@ impl Env {
                 self.hooks_log.clone(),
             )));
         }
+        if self.session.provider == Provider::Kwok {
+            out.push(Arc::new(crate::faults::KwokNodeControl::new(
+                self.client.clone(),
+            )));
+        }
         if let (Some(d), Some(local)) = (&self.docker, &self.local) {
             out.push(Arc::new(DockerNodeControl::new(d.clone(), local.flavor())));
         }
@@ -181,6 +189,11 @@ impl Env {
             "the capabilities checked before the runs are the backends' own"
         );
         out
+    }
+
+    /// The kubeconfig of the cluster nodedown manages (kind, k3d, the simulated one).
+    pub async fn local_kubeconfig(&self) -> Option<Result<String, ClusterError>> {
+        Some(self.local.as_ref()?.kubeconfig().await)
     }
 
     /// Reconnects from a session file (for `cleanup`).

@@ -90,21 +90,35 @@ pub fn csinode_object(name: &str, driver: &str) -> CSINode {
 pub struct Kwok {
     child: tokio::process::Child,
     pub log: PathBuf,
+    /// When it was started: a Lease renewed after this is held by this kwok.
+    pub started: std::time::SystemTime,
 }
 
 impl Kwok {
     /// Starts kwok against the cluster of `kubeconfig`, managing the nodes labelled
     /// `MANAGED_LABEL=up`; its stages and log go to `dir`.
-    pub async fn start(bin: &Path, kubeconfig: &Path, dir: &Path) -> Result<Kwok, ClusterError> {
+    pub async fn start(
+        bin: &Path,
+        kubeconfig: &Path,
+        dir: &Path,
+        log_name: &str,
+    ) -> Result<Kwok, ClusterError> {
         let stages = dir.join("kwok-stages.yaml");
-        std::fs::write(&stages, STAGES).map_err(|e| ClusterError::Kubeconfig(format!("{}: {e}", stages.display())))?;
-        let log = dir.join("kwok.log");
-        let out = std::fs::File::create(&log).map_err(|e| ClusterError::Kubeconfig(format!("{}: {e}", log.display())))?;
-        let err = out.try_clone().map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+        std::fs::write(&stages, STAGES)
+            .map_err(|e| ClusterError::Kubeconfig(format!("{}: {e}", stages.display())))?;
+        let log = dir.join(log_name);
+        let started = std::time::SystemTime::now();
+        let out = std::fs::File::create(&log)
+            .map_err(|e| ClusterError::Kubeconfig(format!("{}: {e}", log.display())))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
         let child = tokio::process::Command::new(bin)
             .arg(format!("--kubeconfig={}", kubeconfig.display()))
             .arg(format!("--config={}", stages.display()))
-            .arg(format!("--manage-nodes-with-label-selector={MANAGED_LABEL}=up"))
+            .arg(format!(
+                "--manage-nodes-with-label-selector={MANAGED_LABEL}=up"
+            ))
             .arg(format!("--node-lease-duration-seconds={LEASE_SECONDS}"))
             .arg("--cidr=10.200.0.0/16")
             .stdin(Stdio::null())
@@ -117,7 +131,11 @@ impl Kwok {
                 source,
                 hint: "build it with testenv/build-kwok.sh, or give NODEDOWN_KWOK=/path/to/kwok",
             })?;
-        Ok(Kwok { child, log })
+        Ok(Kwok {
+            child,
+            log,
+            started,
+        })
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -154,7 +172,9 @@ pub async fn ensure_nodes(
     for i in 0..count {
         let name = node_name(i);
         if !existing.contains(&name) {
-            nodes.create(&PostParams::default(), &node_object(i)).await?;
+            nodes
+                .create(&PostParams::default(), &node_object(i))
+                .await?;
         }
         if csinodes.get_opt(&name).await?.is_none() {
             csinodes
@@ -184,7 +204,8 @@ mod tests {
         assert_eq!(labels["topology.kubernetes.io/zone"], "zone-b");
         assert_eq!(labels[MANAGED_LABEL], "up");
         assert_eq!(
-            n.metadata.annotations.unwrap()["volumes.kubernetes.io/controller-managed-attach-detach"],
+            n.metadata.annotations.unwrap()
+                ["volumes.kubernetes.io/controller-managed-attach-detach"],
             "true"
         );
         let taints = n.spec.unwrap().taints.unwrap();

@@ -9,8 +9,7 @@ pub mod lock;
 pub use docker::*;
 pub use env::{
     capabilities, capabilities_of, default_node_image, describe_target, driver_facts, facts, guard,
-    resolve_context,
-    targets_existing, ClusterOptions, DriverFacts, Env, Session,
+    resolve_context, targets_existing, ClusterOptions, DriverFacts, Env, Session,
 };
 pub use k3d::K3d;
 pub mod kwok;

@@ -5,9 +5,9 @@
 mod acks;
 mod counters;
 mod diff;
+pub mod procs;
 mod ready;
 mod recorder;
-pub mod procs;
 pub use acks::*;
 pub use counters::*;
 pub use diff::*;

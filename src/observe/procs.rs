@@ -104,11 +104,22 @@ pub struct Usage {
 }
 
 /// Average cores and peak memory from two samples `seconds` apart (and the peak seen between).
-pub fn usage(name: &str, before: ProcUse, after: ProcUse, peak_rss_kib: u64, seconds: f64) -> Usage {
-    let cpu_seconds = after.cpu_ticks.saturating_sub(before.cpu_ticks) as f64 / TICKS_PER_SECOND as f64;
+pub fn usage(
+    name: &str,
+    before: ProcUse,
+    after: ProcUse,
+    peak_rss_kib: u64,
+    seconds: f64,
+) -> Usage {
+    let cpu_seconds =
+        after.cpu_ticks.saturating_sub(before.cpu_ticks) as f64 / TICKS_PER_SECOND as f64;
     Usage {
         name: name.into(),
-        cores: if seconds > 0.0 { cpu_seconds / seconds } else { 0.0 },
+        cores: if seconds > 0.0 {
+            cpu_seconds / seconds
+        } else {
+            0.0
+        },
         cpu_seconds,
         max_rss_mib: peak_rss_kib.max(after.rss_kib) as f64 / 1024.0,
     }
@@ -134,8 +145,14 @@ mod tests {
         assert_eq!(status_kib(status, "VmSwap"), None);
         let u = usage(
             "etcd",
-            ProcUse { cpu_ticks: 100, rss_kib: 1024 },
-            ProcUse { cpu_ticks: 300, rss_kib: 2048 },
+            ProcUse {
+                cpu_ticks: 100,
+                rss_kib: 1024,
+            },
+            ProcUse {
+                cpu_ticks: 300,
+                rss_kib: 2048,
+            },
             4096,
             4.0,
         );

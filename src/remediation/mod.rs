@@ -106,6 +106,26 @@ pub async fn add_out_of_service_taint(
     .await
 }
 
+/// Adds taint `key=value:effect` (replacing one of the same key).
+pub async fn add_taint(
+    nodes: &Api<Node>,
+    node: &str,
+    key: &str,
+    value: &str,
+    effect: &str,
+) -> Result<bool, RemediationError> {
+    edit_taints(nodes, node, |taints| {
+        taints.retain(|t| t.key != key);
+        taints.push(Taint {
+            key: key.into(),
+            value: Some(value.into()),
+            effect: effect.into(),
+            time_added: None,
+        });
+    })
+    .await
+}
+
 pub async fn remove_taint(
     nodes: &Api<Node>,
     node: &str,

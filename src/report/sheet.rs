@@ -316,7 +316,10 @@ pub fn markdown(sheet: &Sheet) -> String {
     if e.attach_required.is_some() {
         env.push(match &e.driver_version {
             Some(v) => format!("driver version {v}"),
-            None => "driver version not published (no app.kubernetes.io/version label on its CSIDriver)".into(),
+            None => {
+                "driver version not published (no app.kubernetes.io/version label on its CSIDriver)"
+                    .into()
+            }
         });
     }
     if let Some(n) = e.driver_nodes.filter(|_| e.attach_required.is_some()) {

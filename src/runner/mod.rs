@@ -6,8 +6,8 @@
 //! action; healing runs on every exit path.
 
 pub mod heal;
-pub mod simulated;
 mod progress;
+pub mod simulated;
 
 pub use progress::Progress;
 

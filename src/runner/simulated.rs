@@ -10,7 +10,9 @@ use crate::observe::procs;
 use crate::plan::PlannedRun;
 use crate::remediation;
 use crate::spec::{FaultKind, RemediationSpec};
-use crate::timeline::scale::{AffectedInstance, LostNode, MilestoneFigure, Reaction, ScaleObservations};
+use crate::timeline::scale::{
+    AffectedInstance, LostNode, MilestoneFigure, Reaction, ScaleObservations,
+};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, Pod};
@@ -26,6 +28,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Label on the simulated workload's pods: their instance (StatefulSet) name.
 const INSTANCE_LABEL: &str = crate::workload::INSTANCE_LABEL;
+/// The taint that keeps the instances off the nodes that will not be lost while they are placed.
+const PLACING_TAINT: &str = "nodedown.dev/placing";
 /// How many API requests nodedown keeps in flight while it creates a run's objects.
 const CREATE_CONCURRENCY: usize = 16;
 
@@ -88,16 +92,28 @@ pub struct SimulatedOptions {
 
 fn say(quiet: bool, started: Instant, msg: impl AsRef<str>) {
     if !quiet {
-        eprintln!("[{:7.1}s] {}", started.elapsed().as_secs_f64(), msg.as_ref());
+        eprintln!(
+            "[{:7.1}s] {}",
+            started.elapsed().as_secs_f64(),
+            msg.as_ref()
+        );
     }
 }
 
 /// Runs `runs` (all `provider: kwok`) one after the other on one simulated cluster; the exit code.
-pub async fn run_all(runs: Vec<PlannedRun>, opts: SimulatedOptions, interrupt: super::Interrupt) -> u8 {
+pub async fn run_all(
+    runs: Vec<PlannedRun>,
+    opts: SimulatedOptions,
+    interrupt: super::Interrupt,
+) -> u8 {
     use crate::cli::exit::{EXIT_EXPECTATION_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_OK};
     let started = Instant::now();
     let first = &runs[0];
-    let name = first.cluster.name.clone().unwrap_or_else(|| "nodedown-sim".into());
+    let name = first
+        .cluster
+        .name
+        .clone()
+        .unwrap_or_else(|| "nodedown-sim".into());
     if let Err(e) = std::fs::create_dir_all(&opts.out) {
         eprintln!("error: cannot create {}: {e}", opts.out.display());
         return EXIT_HARNESS;
@@ -105,7 +121,11 @@ pub async fn run_all(runs: Vec<PlannedRun>, opts: SimulatedOptions, interrupt: s
     let kind = crate::cluster::Kind::new(&name, opts.kind_bin.as_deref(), &opts.cache_dir);
     let local = crate::cluster::LocalCluster::Kind(kind.clone());
     match kind.exists().await {
-        Ok(true) => say(opts.quiet, started, format!("reusing simulated cluster {name} (kind)")),
+        Ok(true) => say(
+            opts.quiet,
+            started,
+            format!("reusing simulated cluster {name} (kind)"),
+        ),
         Ok(false) => {
             let config = match crate::spec::cluster_config_path(&first.file, &first.cluster) {
                 Some(p) => p,
@@ -122,7 +142,11 @@ pub async fn run_all(runs: Vec<PlannedRun>, opts: SimulatedOptions, interrupt: s
                 .node_image
                 .clone()
                 .unwrap_or_else(|| crate::cluster::default_node_image(&opts.cache_dir));
-            say(opts.quiet, started, format!("creating simulated cluster {name}: a kind control plane ({image})"));
+            say(
+                opts.quiet,
+                started,
+                format!("creating simulated cluster {name}: a kind control plane ({image})"),
+            );
             let docker = match crate::cluster::DockerNodes::connect() {
                 Ok(d) => d,
                 Err(e) => {
@@ -161,13 +185,16 @@ pub async fn run_all(runs: Vec<PlannedRun>, opts: SimulatedOptions, interrupt: s
         }
     }
     let out_abs = std::fs::canonicalize(&opts.out).unwrap_or_else(|_| opts.out.clone());
-    let lock = match crate::cluster::lock::acquire(&client, &out_abs, |s| say(opts.quiet, started, s)).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_HARNESS;
-        }
-    };
+    let lock =
+        match crate::cluster::lock::acquire(&client, &out_abs, |s| say(opts.quiet, started, s))
+            .await
+        {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_HARNESS;
+            }
+        };
     let lost = lock.lost();
     let stopper = interrupt.clone();
     let watch_lock = tokio::spawn(async move {
@@ -175,7 +202,20 @@ pub async fn run_all(runs: Vec<PlannedRun>, opts: SimulatedOptions, interrupt: s
         stopper.stop(super::Stop::LockLost(why));
     });
     let bin = kwok::kwok_bin(&opts.cache_dir);
-    let mut kwok = match kwok::Kwok::start(&bin, &kubeconfig, &opts.out).await {
+    let session = crate::cluster::Session {
+        provider: crate::spec::Provider::Kwok,
+        cluster: Some(name.clone()),
+        context: None,
+        profile: None,
+        power_hooks: None,
+        node_control: None,
+        test_nodes: false,
+    };
+    let _ = std::fs::write(
+        opts.out.join(crate::store::SESSION_FILE),
+        serde_json::to_string_pretty(&session).expect("a session serializes"),
+    );
+    let mut kwok = match kwok::Kwok::start(&bin, &kubeconfig, &opts.out, "kwok.log").await {
         Ok(k) => k,
         Err(e) => {
             eprintln!("error: cannot start kwok: {e}");
@@ -184,7 +224,15 @@ pub async fn run_all(runs: Vec<PlannedRun>, opts: SimulatedOptions, interrupt: s
             return EXIT_HARNESS;
         }
     };
-    say(opts.quiet, started, format!("kwok {} started (log {})", bin.display(), kwok.log.display()));
+    say(
+        opts.quiet,
+        started,
+        format!(
+            "kwok {} started (log {})",
+            bin.display(),
+            kwok.log.display()
+        ),
+    );
     let cp = format!("{name}-control-plane");
     let container = crate::cluster::DockerNodes::connect()
         .ok()
@@ -218,6 +266,7 @@ pub async fn run_all(runs: Vec<PlannedRun>, opts: SimulatedOptions, interrupt: s
             cluster: name.clone(),
             container: container.clone(),
             kwok_pid: kwok.pid(),
+            kwok_started: kwok.started,
         };
         let r = tokio::select! {
             r = run_one(run, &ctx) => r,
@@ -231,7 +280,14 @@ pub async fn run_all(runs: Vec<PlannedRun>, opts: SimulatedOptions, interrupt: s
         };
         let journal_path = ctx.out.join("journal.jsonl");
         if journal_path.exists() {
-            say(opts.quiet, started, format!("{} healing: nodes back, taints removed, run objects deleted", run.id));
+            say(
+                opts.quiet,
+                started,
+                format!(
+                    "{} healing: nodes back, taints removed, run objects deleted",
+                    run.id
+                ),
+            );
             match Journal::open(&journal_path) {
                 Ok(j) => {
                     let (_, errors) = healer.heal_all(&j, None).await;
@@ -250,7 +306,11 @@ pub async fn run_all(runs: Vec<PlannedRun>, opts: SimulatedOptions, interrupt: s
         }
         match r {
             Ok(result) => {
-                say(opts.quiet, started, format!("{}: {}", run.id, result.verdict));
+                say(
+                    opts.quiet,
+                    started,
+                    format!("{}: {}", run.id, result.verdict),
+                );
                 if result.verdict == "fail" && code == EXIT_OK {
                     code = EXIT_EXPECTATION_FAILED;
                 }
@@ -308,6 +368,7 @@ struct RunContext {
     cluster: String,
     container: Option<String>,
     kwok_pid: Option<u32>,
+    kwok_started: SystemTime,
 }
 
 /// The namespace of a simulated run: its id as a DNS label.
@@ -315,7 +376,13 @@ fn namespace_of(run: &PlannedRun) -> String {
     let slug: String = run
         .id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
     let mut ns = format!("nd-{slug}");
     ns.truncate(63);
@@ -325,7 +392,13 @@ fn namespace_of(run: &PlannedRun) -> String {
 /// Instance `j`'s StatefulSet: one pod that must land on `node` first (preferred affinity, so
 /// its replacement may go anywhere), tolerating the simulated nodes' taint, with a claim
 /// pre-bound to its attaching volume.
-pub fn instance_statefulset(ns: &str, instance: &str, node: &str, size: &str, mode: &str) -> StatefulSet {
+pub fn instance_statefulset(
+    ns: &str,
+    instance: &str,
+    node: &str,
+    size: &str,
+    mode: &str,
+) -> StatefulSet {
     serde_json::from_value(serde_json::json!({
         "metadata": {"name": instance, "namespace": ns},
         "spec": {
@@ -397,26 +470,41 @@ fn ms_after(t0: SystemTime, t: Option<SystemTime>) -> Option<u64> {
 
 impl Live {
     fn on_node(&mut self, n: &Node, now: SystemTime) {
-        let Some(name) = n.metadata.name.as_deref() else { return };
-        let Some(seen) = self.lost.get_mut(name) else { return };
+        let Some(name) = n.metadata.name.as_deref() else {
+            return;
+        };
+        let Some(seen) = self.lost.get_mut(name) else {
+            return;
+        };
         if seen.not_ready.is_none() && !crate::observe::node_is_ready(n) {
             seen.not_ready = Some(now);
             self.newly_not_ready.push(name.to_string());
         }
-        let unreachable = n.spec.as_ref().and_then(|s| s.taints.as_ref()).is_some_and(|t| {
-            t.iter()
-                .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
-        });
+        let unreachable = n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_some_and(|t| {
+                t.iter()
+                    .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
+            });
         if unreachable && seen.unreachable.is_none() {
             seen.unreachable = Some(now);
         }
     }
 
     fn on_pod(&mut self, p: &Pod, deleted: bool, now: SystemTime) {
-        let Some(instance) = p.metadata.labels.as_ref().and_then(|l| l.get(INSTANCE_LABEL)) else {
+        let Some(instance) = p
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(INSTANCE_LABEL))
+        else {
             return;
         };
-        let Some(seen) = self.instances.get_mut(instance) else { return };
+        let Some(seen) = self.instances.get_mut(instance) else {
+            return;
+        };
         let uid = p.metadata.uid.as_deref().unwrap_or_default();
         if uid == seen.old_uid {
             if deleted && seen.deleted.is_none() {
@@ -432,9 +520,15 @@ impl Live {
     }
 
     fn on_attachment(&mut self, va: &VolumeAttachment, deleted: bool, now: SystemTime) {
-        let Some(pv) = va.spec.source.persistent_volume_name.as_deref() else { return };
-        let Some(instance) = self.by_volume.get(pv) else { return };
-        let Some(seen) = self.instances.get_mut(instance) else { return };
+        let Some(pv) = va.spec.source.persistent_volume_name.as_deref() else {
+            return;
+        };
+        let Some(instance) = self.by_volume.get(pv) else {
+            return;
+        };
+        let Some(seen) = self.instances.get_mut(instance) else {
+            return;
+        };
         if va.spec.node_name == seen.node {
             if deleted && seen.detached.is_none() {
                 seen.detached = Some(now);
@@ -498,15 +592,49 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
     } as usize;
     say(format!("simulated nodes: {node_count}"));
     let store = PathBuf::from(kwok::HOST_DIR).join("csi");
-    let names = kwok::ensure_nodes(client, node_count, crate::workload::ATTACH_DRIVER, Some(&store))
-        .await
-        .map_err(|e| format!("simulated nodes: {e}"))?;
-    wait_nodes_ready(client, &names, Duration::from_secs(240)).await?;
+    let names = kwok::ensure_nodes(
+        client,
+        node_count,
+        crate::workload::ATTACH_DRIVER,
+        Some(&store),
+    )
+    .await
+    .map_err(|e| format!("simulated nodes: {e}"))?;
+    wait_nodes_ready(client, &names, ctx.kwok_started, Duration::from_secs(240)).await?;
     let lost: Vec<String> = if run.fault.target.nodes.is_empty() {
         names[..lost_count].to_vec()
     } else {
         run.fault.target.nodes.clone()
     };
+
+    // Placement: the scheduler scores only a sample of a large cluster's nodes, so a preferred
+    // affinity alone does not hold at 200 nodes (first try: 4 of 20 pods elsewhere). The other
+    // simulated nodes are tainted NoSchedule while the instances are placed (journaled, removed
+    // again before the fault), so the lost nodes are the only feasible ones.
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    let others: Vec<&String> = names.iter().filter(|n| !lost.contains(n)).collect();
+    say(format!(
+        "placing: tainting the {} other simulated nodes {PLACING_TAINT}:NoSchedule meanwhile",
+        others.len()
+    ));
+    for node in &others {
+        journal
+            .record(Undo::RemoveTaint {
+                node: (*node).clone(),
+                key: PLACING_TAINT.into(),
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    futures::stream::iter(others.iter().map(|node| {
+        let nodes_api = nodes_api.clone();
+        async move {
+            remediation::add_taint(&nodes_api, node, PLACING_TAINT, "true", "NoSchedule").await
+        }
+    }))
+    .buffer_unordered(CREATE_CONCURRENCY)
+    .try_collect::<Vec<_>>()
+    .await
+    .map_err(|e| format!("placing taint: {e}"))?;
 
     // The run's objects, each journaled before it is made.
     let ns = namespace_of(run);
@@ -515,12 +643,18 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
         .map_err(|e| e.to_string())?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
-        .create(&PostParams::default(), &crate::workload::namespace(&ns, &run.id))
+        .create(
+            &PostParams::default(),
+            &crate::workload::namespace(&ns, &run.id),
+        )
         .await
         .map_err(|e| format!("namespace {ns}: {e}"))?;
     let n = run.workload.instances as usize;
     let mode = run.workload.access_mode;
-    say(format!("placing {n} instances on {} node(s) (a StatefulSet, a claim and an attaching volume each)", lost.len()));
+    say(format!(
+        "placing {n} instances on {} node(s) (a StatefulSet, a claim and an attaching volume each)",
+        lost.len()
+    ));
     let plan: Vec<(String, String)> = (0..n)
         .map(|j| (format!("i{j:04}"), lost[j % lost.len()].clone()))
         .collect();
@@ -528,10 +662,18 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
     let stss: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
     let mut by_volume = HashMap::new();
     for (instance, _) in &plan {
-        let pv = crate::workload::attach_volume(&ns, &format!("{instance}-0"), &run.workload.size, mode, &run.id);
+        let pv = crate::workload::attach_volume(
+            &ns,
+            &format!("{instance}-0"),
+            &run.workload.size,
+            mode,
+            &run.id,
+        );
         let pv_name = pv.metadata.name.clone().unwrap_or_default();
         journal
-            .record(Undo::DeletePersistentVolume { name: pv_name.clone() })
+            .record(Undo::DeletePersistentVolume {
+                name: pv_name.clone(),
+            })
             .map_err(|e| e.to_string())?;
         by_volume.insert(pv_name, instance.clone());
     }
@@ -541,7 +683,8 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
         let ns = ns.clone();
         let size = run.workload.size.clone();
         async move {
-            let pv = crate::workload::attach_volume(&ns, &format!("{instance}-0"), &size, mode, &run.id);
+            let pv =
+                crate::workload::attach_volume(&ns, &format!("{instance}-0"), &size, mode, &run.id);
             pvs.create(&PostParams::default(), &pv).await?;
             stss.create(
                 &PostParams::default(),
@@ -557,11 +700,42 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
     .map_err(|e| format!("creating the instances: {e}"))?;
 
     // Steady state: every pod Running on its node with its volume attached there.
-    let placed = wait_steady(client, &ns, &plan, &by_volume, run.timeouts.steady_state, &say).await?;
+    let placed = wait_steady(
+        client,
+        &ns,
+        &plan,
+        &by_volume,
+        run.timeouts.steady_state,
+        &say,
+    )
+    .await?;
+    futures::stream::iter(others.iter().map(|node| {
+        let nodes_api = nodes_api.clone();
+        async move { remediation::remove_taint(&nodes_api, node, PLACING_TAINT).await }
+    }))
+    .buffer_unordered(CREATE_CONCURRENCY)
+    .try_collect::<Vec<_>>()
+    .await
+    .map_err(|e| format!("removing the placing taint: {e}"))?;
+    let per_node = {
+        let mut c: HashMap<&str, usize> = HashMap::new();
+        for (node, _) in placed.values() {
+            *c.entry(node.as_str()).or_default() += 1;
+        }
+        let (lo, hi) = (
+            c.values().min().copied().unwrap_or(0),
+            c.values().max().copied().unwrap_or(0),
+        );
+        format!("{lo}–{hi} pods per lost node")
+    };
+    say(format!("placed: {per_node}; placing taints removed"));
 
     // The watches, started before the fault.
     let live = Arc::new(Mutex::new(Live {
-        lost: lost.iter().map(|n| (n.clone(), NodeSeen::default())).collect(),
+        lost: lost
+            .iter()
+            .map(|n| (n.clone(), NodeSeen::default()))
+            .collect(),
         instances: placed
             .iter()
             .map(|(instance, (node, uid))| {
@@ -584,7 +758,12 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
     let watches = spawn_watches(client.clone(), ns.clone(), live.clone());
 
     // Cost: sampled from the fault to the end of the recovery.
-    let cp_comms = ["kube-apiserver", "etcd", "kube-controller", "kube-scheduler"];
+    let cp_comms = [
+        "kube-apiserver",
+        "etcd",
+        "kube-controller",
+        "kube-scheduler",
+    ];
     let sample = |container: &Option<String>| {
         container
             .as_deref()
@@ -608,7 +787,10 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
             })
             .map_err(|e| e.to_string())?;
     }
-    say(format!("inject: node-shutdown (kwok) on {} node(s)", lost.len()));
+    say(format!(
+        "inject: node-shutdown (kwok) on {} node(s)",
+        lost.len()
+    ));
     let applied = futures::future::join_all(lost.iter().map(|node| {
         let control = control.clone();
         async move {
@@ -642,7 +824,9 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
     let mut taints = Vec::new();
     let mut peak: HashMap<String, u64> = HashMap::new();
     let mut last_sample = Instant::now();
-    say("recover: waiting for every instance's replacement Running with its volume attached".into());
+    say(
+        "recover: waiting for every instance's replacement Running with its volume attached".into(),
+    );
     loop {
         let (ready_nodes, back) = {
             let mut l = live.lock().unwrap();
@@ -696,7 +880,13 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
     if ctx.kwok_pid.is_some() {
         cost.push(procs::usage("kwok", before_kwok, after_kwok, 0, seconds));
     }
-    cost.push(procs::usage("nodedown", before_self, after_self, self_hwm, seconds));
+    cost.push(procs::usage(
+        "nodedown",
+        before_self,
+        after_self,
+        self_hwm,
+        seconds,
+    ));
     let mut harness_errors = Vec::new();
     for t in taints {
         match t.await {
@@ -720,7 +910,9 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
     if let Some(want) = run.expect.recovered {
         if want != recovered {
             verdict = "fail";
-            reasons.push(format!("expected recovered: {want}, but every replacement back: {recovered}"));
+            reasons.push(format!(
+                "expected recovered: {want}, but every replacement back: {recovered}"
+            ));
         }
     }
     if let Some(bound) = &run.expect.time_to_ready {
@@ -764,7 +956,12 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
         },
         lost_nodes: lost.len(),
         instances: observations.instances.len(),
-        remediation: if tainted { "out-of-service-taint" } else { "none" }.into(),
+        remediation: if tainted {
+            "out-of-service-taint"
+        } else {
+            "none"
+        }
+        .into(),
         verdict: verdict.into(),
         reasons,
         time_zero: humantime::format_rfc3339_millis(t0).to_string(),
@@ -780,26 +977,62 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
     Ok(result)
 }
 
-async fn wait_nodes_ready(client: &Client, names: &[String], timeout: Duration) -> Result<(), String> {
+/// Waits until every simulated node is Ready and its Lease was renewed since `since` (by this
+/// invocation's kwok: a Lease a previous kwok held is taken over only once it expired, and a
+/// node whose Lease nobody renews goes NotReady under the run).
+async fn wait_nodes_ready(
+    client: &Client,
+    names: &[String],
+    since: SystemTime,
+    timeout: Duration,
+) -> Result<(), String> {
+    use k8s_openapi::api::coordination::v1::Lease;
     let nodes: Api<Node> = Api::all(client.clone());
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let since = k8s_openapi::jiff::Timestamp::try_from(since).map_err(|e| e.to_string())?;
     let deadline = Instant::now() + timeout;
     loop {
         let list = nodes
-            .list(&ListParams::default().labels(&format!("{}=true", crate::faults::kwok::SIMULATED_LABEL)))
+            .list(
+                &ListParams::default()
+                    .labels(&format!("{}=true", crate::faults::kwok::SIMULATED_LABEL)),
+            )
             .await
             .map_err(|e| e.to_string())?;
         let ready = list
             .items
             .iter()
-            .filter(|n| names.iter().any(|x| Some(x.as_str()) == n.metadata.name.as_deref()))
+            .filter(|n| {
+                names
+                    .iter()
+                    .any(|x| Some(x.as_str()) == n.metadata.name.as_deref())
+            })
             .filter(|n| crate::observe::node_is_ready(n))
             .count();
-        if ready == names.len() {
+        let renewed = leases
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .iter()
+            .filter(|l| {
+                names
+                    .iter()
+                    .any(|x| Some(x.as_str()) == l.metadata.name.as_deref())
+            })
+            .filter(|l| {
+                l.spec
+                    .as_ref()
+                    .and_then(|s| s.renew_time.as_ref())
+                    .is_some_and(|t| t.0 > since)
+            })
+            .count();
+        if ready == names.len() && renewed == names.len() {
             return Ok(());
         }
         if Instant::now() >= deadline {
             return Err(format!(
-                "{ready} of {} simulated nodes Ready after {} (kwok takes a node over once its old Lease expired, {} s)",
+                "{ready} of {} simulated nodes Ready, {renewed} Leases renewed by this kwok, after {} (kwok takes a node over once its old Lease expired, {} s)",
                 names.len(),
                 crate::units::fmt_duration(timeout),
                 kwok::LEASE_SECONDS
@@ -821,33 +1054,54 @@ async fn wait_steady(
 ) -> Result<HashMap<String, (String, String)>, String> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let vas: Api<VolumeAttachment> = Api::all(client.clone());
-    let want: HashMap<&str, &str> = plan.iter().map(|(i, n)| (i.as_str(), n.as_str())).collect();
+    let lost_nodes: std::collections::HashSet<&str> =
+        plan.iter().map(|(_, n)| n.as_str()).collect();
     let deadline = Instant::now() + timeout;
     let mut last_said = Instant::now();
     loop {
-        let list = pods.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+        let list = pods
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
         let mut placed = HashMap::new();
         let mut misplaced = Vec::new();
         for p in &list.items {
-            let Some(instance) = p.metadata.labels.as_ref().and_then(|l| l.get(INSTANCE_LABEL)) else {
+            let Some(instance) = p
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(INSTANCE_LABEL))
+            else {
                 continue;
             };
-            let node = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+            let node = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default();
             let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
             if !running {
                 continue;
             }
-            if want.get(instance.as_str()) == Some(&node.as_str()) {
-                placed.insert(instance.clone(), (node, p.metadata.uid.clone().unwrap_or_default()));
+            if lost_nodes.contains(node.as_str()) {
+                placed.insert(
+                    instance.clone(),
+                    (node, p.metadata.uid.clone().unwrap_or_default()),
+                );
             } else {
                 misplaced.push(format!("{instance} on {node}"));
             }
         }
         if !misplaced.is_empty() {
             return Err(format!(
-                "{} instance(s) not on their node ({}): the scheduler did not follow the preferred affinity",
+                "{} instance(s) not on a node to be lost ({}): the placing taint did not hold",
                 misplaced.len(),
-                misplaced.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+                misplaced
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         let attached = vas
@@ -863,11 +1117,18 @@ async fn wait_steady(
                     .persistent_volume_name
                     .as_ref()
                     .and_then(|pv| by_volume.get(pv))
-                    .is_some_and(|i| want.get(i.as_str()) == Some(&va.spec.node_name.as_str()))
+                    .is_some_and(|i| {
+                        placed
+                            .get(i)
+                            .is_some_and(|(node, _)| *node == va.spec.node_name)
+                    })
             })
             .count();
         if placed.len() == plan.len() && attached == plan.len() {
-            say(format!("steady state: {} pods Running, {attached} volumes attached", placed.len()));
+            say(format!(
+                "steady state: {} pods Running, {attached} volumes attached",
+                placed.len()
+            ));
             return Ok(placed);
         }
         if Instant::now() >= deadline {
@@ -879,7 +1140,11 @@ async fn wait_steady(
             ));
         }
         if last_said.elapsed() >= Duration::from_secs(10) {
-            say(format!("steady state: {} of {} pods Running, {attached} volumes attached", placed.len(), plan.len()));
+            say(format!(
+                "steady state: {} of {} pods Running, {attached} volumes attached",
+                placed.len(),
+                plan.len()
+            ));
             last_said = Instant::now();
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -887,19 +1152,26 @@ async fn wait_steady(
 }
 
 /// The three watches of a run, feeding `live` with the instant each event was seen.
-fn spawn_watches(client: Client, ns: String, live: Arc<Mutex<Live>>) -> tokio::task::JoinHandle<()> {
+fn spawn_watches(
+    client: Client,
+    ns: String,
+    live: Arc<Mutex<Live>>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let nodes: Api<Node> = Api::all(client.clone());
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         let vas: Api<VolumeAttachment> = Api::all(client.clone());
-        let node_cfg = watcher::Config::default().labels(&format!("{}=true", crate::faults::kwok::SIMULATED_LABEL));
+        let node_cfg = watcher::Config::default()
+            .labels(&format!("{}=true", crate::faults::kwok::SIMULATED_LABEL));
         let l1 = live.clone();
         let w1 = watcher(nodes, node_cfg).for_each(move |e| {
             let now = SystemTime::now();
             let mut l = l1.lock().unwrap();
             l.events += 1;
             match e {
-                Ok(watcher::Event::Apply(n)) | Ok(watcher::Event::InitApply(n)) => l.on_node(&n, now),
+                Ok(watcher::Event::Apply(n)) | Ok(watcher::Event::InitApply(n)) => {
+                    l.on_node(&n, now)
+                }
                 _ => {}
             }
             futures::future::ready(())
@@ -910,7 +1182,9 @@ fn spawn_watches(client: Client, ns: String, live: Arc<Mutex<Live>>) -> tokio::t
             let mut l = l2.lock().unwrap();
             l.events += 1;
             match e {
-                Ok(watcher::Event::Apply(p)) | Ok(watcher::Event::InitApply(p)) => l.on_pod(&p, false, now),
+                Ok(watcher::Event::Apply(p)) | Ok(watcher::Event::InitApply(p)) => {
+                    l.on_pod(&p, false, now)
+                }
                 Ok(watcher::Event::Delete(p)) => l.on_pod(&p, true, now),
                 _ => {}
             }
@@ -922,7 +1196,9 @@ fn spawn_watches(client: Client, ns: String, live: Arc<Mutex<Live>>) -> tokio::t
             let mut l = l3.lock().unwrap();
             l.events += 1;
             match e {
-                Ok(watcher::Event::Apply(v)) | Ok(watcher::Event::InitApply(v)) => l.on_attachment(&v, false, now),
+                Ok(watcher::Event::Apply(v)) | Ok(watcher::Event::InitApply(v)) => {
+                    l.on_attachment(&v, false, now)
+                }
                 Ok(watcher::Event::Delete(v)) => l.on_attachment(&v, true, now),
                 _ => {}
             }
@@ -950,7 +1226,11 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
     let _ = writeln!(
         out,
         "{} simulated nodes (kwok {}, Lease {} s) · Kubernetes {} · time zero {}\n",
-        r.environment.nodes, r.environment.kwok, r.environment.kwok_lease_seconds, r.environment.kubernetes, r.time_zero
+        r.environment.nodes,
+        r.environment.kwok,
+        r.environment.kwok_lease_seconds,
+        r.environment.kubernetes,
+        r.time_zero
     );
     for why in &r.reasons {
         let _ = writeln!(out, "- {why}");
@@ -958,7 +1238,10 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
     if !r.reasons.is_empty() {
         out.push('\n');
     }
-    let _ = writeln!(out, "| milestone | reached | p50 | all (max) |\n|---|--:|--:|--:|");
+    let _ = writeln!(
+        out,
+        "| milestone | reached | p50 | all (max) |\n|---|--:|--:|--:|"
+    );
     for m in &r.milestones {
         let _ = writeln!(
             out,
@@ -980,11 +1263,22 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
             secs(Some(t.max_ms))
         );
     }
-    let _ = writeln!(out, "\n| process | cores (avg) | CPU s | peak RSS MiB |\n|---|--:|--:|--:|");
+    let _ = writeln!(
+        out,
+        "\n| process | cores (avg) | CPU s | peak RSS MiB |\n|---|--:|--:|--:|"
+    );
     for c in &r.cost {
-        let _ = writeln!(out, "| {} | {:.2} | {:.1} | {:.0} |", c.name, c.cores, c.cpu_seconds, c.max_rss_mib);
+        let _ = writeln!(
+            out,
+            "| {} | {:.2} | {:.1} | {:.0} |",
+            c.name, c.cores, c.cpu_seconds, c.max_rss_mib
+        );
     }
-    let _ = writeln!(out, "\nwatch events processed by nodedown: {}", r.events_seen);
+    let _ = writeln!(
+        out,
+        "\nwatch events processed by nodedown: {}",
+        r.events_seen
+    );
     out
 }
 
@@ -998,7 +1292,10 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
         out,
         "| run | nodes lost | pods | remediation | all NotReady | all unreachable-tainted | all out-of-service-tainted | all pods deleted (p50 / all) | all volumes detached (p50 / all) | all replacements ready (p50 / all) | taint reaction p50 / p99 | API server cores | etcd cores | nodedown CPU s / peak MiB | events | verdict |"
     );
-    let _ = writeln!(out, "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+    let _ = writeln!(
+        out,
+        "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+    );
     for r in results {
         let fig = |m: M| r.milestones.iter().find(|f| f.milestone == m);
         let all = |m: M| match fig(m) {
@@ -1048,4 +1345,23 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
         );
     }
     out
+}
+
+/// Starts kwok for `nodedown cleanup` of a simulated run: the nodes it heals come back only
+/// while kwok renews their Leases.
+pub async fn start_kwok_for(
+    env: &crate::cluster::Env,
+    dir: &Path,
+    cache_dir: &Path,
+) -> Result<kwok::Kwok, String> {
+    let yaml = env
+        .local_kubeconfig()
+        .await
+        .ok_or("the simulated cluster is not a local one")?
+        .map_err(|e| e.to_string())?;
+    let path = dir.join("kubeconfig-simulated");
+    write_private(&path, &yaml).map_err(|e| format!("{}: {e}", path.display()))?;
+    kwok::Kwok::start(&kwok::kwok_bin(cache_dir), &path, dir, "kwok-cleanup.log")
+        .await
+        .map_err(|e| e.to_string())
 }

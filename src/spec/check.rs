@@ -618,7 +618,9 @@ pub(super) fn validate(exp: &Experiment, file: &Path, tree: &Node) -> Result<(),
     }
 
     if exp.cluster.provider == Provider::Kwok {
-        super::simulated::check(exp, &|field, problem, hint| check.fail(field, problem, hint))?;
+        super::simulated::check(exp, &|field, problem, hint| {
+            check.fail(field, problem, hint)
+        })?;
     } else if exp.cluster.simulated_nodes.is_some() {
         return Err(check.fail(
             "cluster.simulatedNodes",
@@ -654,7 +656,11 @@ pub(super) fn validate(exp: &Experiment, file: &Path, tree: &Node) -> Result<(),
                 "give each variant its own name",
             ));
         }
-        if let Some(w) = variant.workload.as_ref().filter(|_| exp.cluster.provider != Provider::Kwok) {
+        if let Some(w) = variant
+            .workload
+            .as_ref()
+            .filter(|_| exp.cluster.provider != Provider::Kwok)
+        {
             check.workload(w, &format!("{base}.workload"))?;
         }
         if let Some(fault) = &variant.fault {

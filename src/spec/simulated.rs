@@ -20,7 +20,7 @@ pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> 
         .cluster
         .simulated_nodes
         .unwrap_or(DEFAULT_SIMULATED_NODES);
-    if nodes < 2 || nodes > MAX_SIMULATED_NODES {
+    if !(2..=MAX_SIMULATED_NODES).contains(&nodes) {
         return Err(fail(
             "cluster.simulatedNodes",
             format!("`simulatedNodes: {nodes}`: a simulated cluster has from 2 to {MAX_SIMULATED_NODES} nodes"),
@@ -100,10 +100,7 @@ pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> 
         if w.instances < count {
             return Err(fail(
                 &at("workload.instances"),
-                format!(
-                    "{} instances cannot occupy {count} nodes",
-                    w.instances
-                ),
+                format!("{} instances cannot occupy {count} nodes", w.instances),
                 "give at least one instance per lost node",
             ));
         }
@@ -120,7 +117,8 @@ pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> 
         if v.expect.integrity.is_some() || v.expect.write_outage.is_some() {
             return Err(fail(
                 &at("expect"),
-                "a simulated run has no data path: there is no integrity or write outage to expect".into(),
+                "a simulated run has no data path: there is no integrity or write outage to expect"
+                    .into(),
                 "remove `integrity` and `writeOutage`",
             ));
         }

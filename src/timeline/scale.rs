@@ -272,11 +272,22 @@ mod tests {
         let f = o.figures(true);
         let get = |m: Milestone| f.iter().find(|x| x.milestone == m).unwrap().clone();
         let nr = get(Milestone::NotReady);
-        assert_eq!((nr.reached, nr.of, nr.p50_ms, nr.max_ms), (2, 2, Some(16_000), Some(18_000)));
+        assert_eq!(
+            (nr.reached, nr.of, nr.p50_ms, nr.max_ms),
+            (2, 2, Some(16_000), Some(18_000))
+        );
         assert_eq!(nr.all_ms(), Some(18_000));
         let ready = get(Milestone::ReplacementReady);
-        assert_eq!((ready.reached, ready.of), (2, 3), "i0001's volume never attached");
-        assert_eq!(ready.max_ms, Some(32_000), "the later of running and attached");
+        assert_eq!(
+            (ready.reached, ready.of),
+            (2, 3),
+            "i0001's volume never attached"
+        );
+        assert_eq!(
+            ready.max_ms,
+            Some(32_000),
+            "the later of running and attached"
+        );
         assert_eq!(ready.all_ms(), None, "not everyone is back");
         assert!(!o.recovered());
         assert!(
@@ -292,7 +303,9 @@ mod tests {
         let r = obs().taint_reaction().unwrap();
         assert_eq!((r.count, r.p50_ms, r.max_ms), (2, 50, 400));
         let mut none = obs();
-        none.nodes.iter_mut().for_each(|n| n.out_of_service_taint_ms = None);
+        none.nodes
+            .iter_mut()
+            .for_each(|n| n.out_of_service_taint_ms = None);
         assert_eq!(none.taint_reaction(), None);
     }
 }
