@@ -396,3 +396,41 @@ fn qualify_reads_a_testdriver_file_and_writes_its_matrix() {
         "{stderr}"
     );
 }
+
+#[test]
+fn simulated_and_real_experiments_do_not_share_an_invocation() {
+    let out = nodedown()
+        .args([
+            "run",
+            "experiments/smoke.yaml",
+            "experiments/scale-simulated.yaml",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("experiments/scale-simulated.yaml")
+            && stderr.contains("--skip-unsupported"),
+        "{stderr}"
+    );
+    let out = nodedown()
+        .args([
+            "run",
+            "experiments/smoke.yaml",
+            "experiments/scale-simulated.yaml",
+            "--dry-run",
+            "--skip-unsupported",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains("scale-simulated"), "left out: {stdout}");
+}

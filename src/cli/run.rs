@@ -273,11 +273,29 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         .iter()
         .filter(|r| r.cluster.provider == crate::spec::Provider::Kwok)
         .count();
-    if simulated > 0 {
-        if simulated < runs.len() {
-            error("simulated experiments (`provider: kwok`) and experiments on real nodes cannot share an invocation: run them with two commands");
+    let runs = if simulated > 0 && simulated < runs.len() {
+        let names: std::collections::BTreeSet<String> = runs
+            .iter()
+            .filter(|r| r.cluster.provider == crate::spec::Provider::Kwok)
+            .map(|r| r.file.display().to_string())
+            .collect();
+        let names = names.into_iter().collect::<Vec<_>>().join(", ");
+        if !args.skip_unsupported {
+            error(format!("simulated experiments (`provider: kwok`: {names}) and experiments on real nodes cannot share an invocation: run the simulated ones by themselves, or give --skip-unsupported to leave them out"));
             return EXIT_BAD_INPUT;
         }
+        eprintln!("warning: not run (--skip-unsupported): {names}: simulated experiments run by themselves (`nodedown run {names}`)");
+        runs.into_iter()
+            .filter(|r| r.cluster.provider != crate::spec::Provider::Kwok)
+            .collect()
+    } else {
+        runs
+    };
+    if simulated > 0
+        && runs
+            .iter()
+            .all(|r| r.cluster.provider == crate::spec::Provider::Kwok)
+    {
         if args.provider.is_some() || args.context.is_some() || args.dry_run {
             error("--provider, --context and --dry-run do not apply to simulated experiments (`provider: kwok`: nodedown makes its own cluster)");
             return EXIT_BAD_INPUT;

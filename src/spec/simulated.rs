@@ -125,3 +125,69 @@ pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    fn parse(text: &str) -> Result<crate::spec::Experiment, String> {
+        crate::spec::parse_str(text, Path::new("sim.yaml")).map_err(|e| e.to_string())
+    }
+
+    const GOOD: &str = "name: s\ncluster: {provider: kwok, simulatedNodes: 20}\nworkload: {kind: ledger, storageClass: nodedown-attach, instances: 40}\nfault: {kind: node-shutdown, target: {count: 2}}\nremediation: {kind: out-of-service-taint}\nexpect: {recovered: true}\n";
+
+    #[test]
+    fn a_simulated_experiment_takes_what_a_simulated_node_can_do() {
+        assert!(parse(GOOD).is_ok(), "{:?}", parse(GOOD));
+        // More instances than a real run may have: the simulated limit applies.
+        assert!(parse(&GOOD.replace("instances: 40", "instances: 2000")).is_ok());
+        let refused = [
+            (
+                "kind: node-shutdown",
+                "kind: kubelet-stop",
+                "fault.kind",
+                "only a heartbeat",
+            ),
+            (
+                "{kind: out-of-service-taint}",
+                "{kind: force-delete-pod}",
+                "remediation.kind",
+                "6 minutes",
+            ),
+            (
+                "{recovered: true}",
+                "{recovered: true, integrity: pass}",
+                "expect",
+                "no data path",
+            ),
+            (
+                "{count: 2}",
+                "{count: 20}",
+                "fault.target.count",
+                "leaves none",
+            ),
+            (
+                "storageClass: nodedown-attach",
+                "storageClass: nodedown-shared",
+                "workload.storageClass",
+                "one storage class",
+            ),
+            (
+                "simulatedNodes: 20",
+                "simulatedNodes: 5000",
+                "cluster.simulatedNodes",
+                "from 2 to",
+            ),
+        ];
+        for (from, to, field, words) in refused {
+            let e = parse(&GOOD.replace(from, to)).unwrap_err();
+            assert!(e.contains(field) && e.contains(words), "{to}: {e}");
+        }
+        let real = GOOD.replace("provider: kwok, ", "provider: kind, ");
+        let e = parse(&real).unwrap_err();
+        assert!(
+            e.contains("simulatedNodes") && e.contains("provider: kwok"),
+            "{e}"
+        );
+    }
+}
