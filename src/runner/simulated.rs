@@ -341,6 +341,14 @@ pub async fn run_all(
     if !opts.quiet {
         println!("{md}");
     }
+    // The runs' namespaces finish terminating while kwok still answers for the nodes their
+    // pods were on; the invocation ends with the cluster as it found it.
+    if let Err(e) = crate::runner::wait_namespaces_gone(&client).await {
+        eprintln!("error: {e}");
+        if code == EXIT_OK {
+            code = EXIT_HARNESS;
+        }
+    }
     drop(kwok);
     watch_lock.abort();
     lock.release().await;
