@@ -330,6 +330,50 @@ fn an_experiment_naming_another_cluster_is_not_run_on_the_first_ones() {
 /// `qualify` reads a testdriver file: a misspelt capability is a warning naming the closest
 /// known one (upstream drops it without a word), a malformed file is exit 2 with file, line and
 /// field, and `--plan-only` writes the matrix as experiment files that `validate` accepts.
+/// Two qualification sheets compared row by row: the committed reference sheet (a real
+/// qualification of testenv's nodedown-attach) against itself, then against a copy whose
+/// power-off-taint row failed (an edit of the recorded sheet, said here).
+#[test]
+fn comparing_two_sheets_exits_1_when_a_row_regresses() {
+    let base = "docs/qualification/nodedown-attach/sheet.json";
+    let same = nodedown().args(["compare", base, base]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&same.stdout);
+    assert_eq!(same.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("no row changed"), "{stdout}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(base).unwrap()).unwrap();
+    let row = v["rows"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["id"] == "power-off-taint")
+        .unwrap();
+    assert_eq!(row["verdict"], "pass");
+    row["verdict"] = "fail".into();
+    let worse = dir.path().join("sheet.json");
+    std::fs::write(&worse, v.to_string()).unwrap();
+    let out = nodedown()
+        .args(["compare", base])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("WORSE power-off-taint"), "{stdout}");
+    // Back the other way the row got better: a change, not a regression.
+    let out = nodedown()
+        .args(["compare"])
+        .arg(&worse)
+        .arg(base)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("changed power-off-taint"), "{stdout}");
+}
+
 #[test]
 fn qualify_reads_a_testdriver_file_and_writes_its_matrix() {
     let out = tempfile::tempdir().unwrap();

@@ -54,13 +54,7 @@ pub fn report(args: ReportArgs) -> u8 {
         return EXIT_BAD_INPUT;
     }
     match build(&args.run_dir) {
-        Ok(r) if r.experiments.is_empty() => {
-            error(format!(
-                "{} holds no run (no run.json below it)",
-                args.run_dir.display()
-            ));
-            EXIT_BAD_INPUT
-        }
+        Ok(r) if r.experiments.is_empty() => simulated(&args),
         Ok(r) => {
             print!("{}", render(&r, args.format));
             EXIT_OK
@@ -70,4 +64,40 @@ pub fn report(args: ReportArgs) -> u8 {
             EXIT_HARNESS
         }
     }
+}
+
+/// The report of simulated runs (provider kwok), which have a results.json of their own: the
+/// curve, in Markdown (also for `table`), JSON (the results as curve.json holds them) or JUnit.
+fn simulated(args: &ReportArgs) -> u8 {
+    use crate::runner::simulated;
+    let results = match simulated::load_results(&args.run_dir) {
+        Ok(r) => r,
+        Err(e) => {
+            error(e);
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if results.is_empty() {
+        error(format!(
+            "{} holds no run (no run.json below it, nor a simulated run's results.json)",
+            args.run_dir.display()
+        ));
+        return EXIT_BAD_INPUT;
+    }
+    match args.format {
+        Format::Markdown | Format::Table => print!("{}", simulated::curve_markdown(&results)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&results).expect("results serialize")
+        ),
+        Format::Junit => print!("{}", simulated::curve_junit(&results)),
+        Format::Html => {
+            error(format!(
+                "{}: simulated runs have no HTML report yet; use --format markdown, json or junit",
+                args.run_dir.display()
+            ));
+            return EXIT_BAD_INPUT;
+        }
+    }
+    EXIT_OK
 }

@@ -338,6 +338,7 @@ pub async fn run_all(
         opts.out.join("curve.json"),
         serde_json::to_string_pretty(&results).expect("results serialize"),
     );
+    let _ = std::fs::write(opts.out.join("curve.junit.xml"), curve_junit(&results));
     if !opts.quiet {
         println!("{md}");
     }
@@ -1298,7 +1299,7 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
     let _ = writeln!(out, "> **{BANNER}**\n");
     let _ = writeln!(
         out,
-        "| run | nodes lost | pods | remediation | all NotReady | all unreachable-tainted | all out-of-service-tainted | all pods deleted (p50 / all) | all volumes detached (p50 / all) | all replacements ready (p50 / all) | taint reaction p50 / p99 | API server cores | etcd cores | nodedown CPU s / peak MiB | events | verdict |"
+        "| run | nodes lost | pods | remediation | all NotReady | all unreachable-tainted | all out-of-service-tainted | all pods deleted (p50 / all) | all volumes detached (p50 / all) | all replacements ready (p50 / all) | taint reaction p50 / p99 | API server cores / peak MiB | etcd cores / peak MiB | nodedown CPU s / peak MiB | events | verdict |"
     );
     let _ = writeln!(
         out,
@@ -1319,7 +1320,7 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
             r.cost
                 .iter()
                 .find(|c| c.name == name)
-                .map(|c| format!("{:.2}", c.cores))
+                .map(|c| format!("{:.2} / {:.0}", c.cores, c.max_rss_mib))
                 .unwrap_or_else(|| "—".into())
         };
         let me = r
@@ -1353,6 +1354,123 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
         );
     }
     out
+}
+
+/// The runs as JUnit XML: a test suite per experiment, a test case per run (a failure when its
+/// expectation failed, an error when unknown), its milestones, taint reaction and costs as
+/// properties; the banner is the suite's first property, so a CI page says it was simulated.
+pub fn curve_junit(results: &[SimulatedResult]) -> String {
+    use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
+    let mut report = quick_junit::Report::new("nodedown simulated");
+    let mut suites: Vec<TestSuite> = Vec::new();
+    for r in results {
+        let i = match suites.iter().position(|s| s.name.as_str() == r.experiment) {
+            Some(i) => i,
+            None => {
+                let mut s = TestSuite::new(r.experiment.as_str());
+                s.add_property(Property::new("simulated", BANNER));
+                suites.push(s);
+                suites.len() - 1
+            }
+        };
+        let status = match r.verdict.as_str() {
+            "pass" => TestCaseStatus::success(),
+            v => {
+                let mut s = TestCaseStatus::non_success(if v == "fail" {
+                    NonSuccessKind::Failure
+                } else {
+                    NonSuccessKind::Error
+                });
+                s.set_message(r.reasons.join("; "));
+                s
+            }
+        };
+        let mut case = TestCase::new(r.run.as_str(), status);
+        case.set_classname(format!("simulated.{}", r.experiment));
+        let mut props = vec![
+            ("lost-nodes".to_string(), r.lost_nodes.to_string()),
+            ("instances".to_string(), r.instances.to_string()),
+            ("remediation".to_string(), r.remediation.clone()),
+            ("events".to_string(), r.events_seen.to_string()),
+        ];
+        for f in &r.milestones {
+            let m = f.milestone.as_str();
+            props.push((format!("{m}.reached"), format!("{}/{}", f.reached, f.of)));
+            if let Some(v) = f.p50_ms {
+                props.push((format!("{m}.p50"), v.to_string()));
+            }
+            if let Some(v) = f.all_ms() {
+                props.push((format!("{m}.all"), v.to_string()));
+            }
+        }
+        if let Some(t) = &r.taint_reaction {
+            props.push(("taint-reaction.p50".into(), t.p50_ms.to_string()));
+            props.push(("taint-reaction.p99".into(), t.p99_ms.to_string()));
+        }
+        for c in &r.cost {
+            props.push((format!("cost.{}.cores", c.name), format!("{:.3}", c.cores)));
+            props.push((
+                format!("cost.{}.peak-mib", c.name),
+                format!("{:.0}", c.max_rss_mib),
+            ));
+        }
+        case.add_properties(props.into_iter().map(|(n, v)| Property::new(n, v)));
+        suites[i].add_test_case(case);
+    }
+    report.add_test_suites(suites);
+    let mut xml = report.to_string().expect("JUnit XML serializes");
+    if !xml.ends_with('\n') {
+        xml.push('\n');
+    }
+    xml
+}
+
+/// The simulated runs below `dir` (an invocation's `--out`, or one run's directory): its
+/// curve.json when there is one, else every results.json of a simulated run (at most five
+/// levels down), in the order of their time zero. Empty when `dir` holds no simulated run.
+pub fn load_results(dir: &Path) -> Result<Vec<SimulatedResult>, String> {
+    let curve = dir.join("curve.json");
+    if curve.is_file() {
+        let text =
+            std::fs::read_to_string(&curve).map_err(|e| format!("{}: {e}", curve.display()))?;
+        return serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a simulated curve: {e}", curve.display()));
+    }
+    fn walk(dir: &Path, depth: u8, out: &mut Vec<SimulatedResult>) -> Result<(), String> {
+        let file = dir.join("results.json");
+        if file.is_file() {
+            let text =
+                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
+            if v["environment"]["simulated"] == true {
+                out.push(
+                    serde_json::from_value(v)
+                        .map_err(|e| format!("{}: not a simulated run: {e}", file.display()))?,
+                );
+            }
+        }
+        if depth == 0 {
+            return Ok(());
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        for d in dirs {
+            walk(&d, depth - 1, out)?;
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, 5, &mut out)?;
+    out.sort_by(|a, b| a.time_zero.cmp(&b.time_zero));
+    Ok(out)
 }
 
 /// Starts kwok for `nodedown cleanup` of a simulated run: the nodes it heals come back only
