@@ -158,12 +158,25 @@ pub async fn ensure_nodes(
     count: u32,
     driver: &str,
     store: Option<&Path>,
-) -> Result<Vec<String>, kube::Error> {
+) -> Result<Vec<String>, String> {
+    // The reference driver publishes a volume only to a node its store knows; a kubelet's node
+    // plugin registers a real node, nodedown registers a simulated one. Made here when missing:
+    // on a fresh machine the driver may not have made its store yet when the nodes are added, and
+    // a publish refused meanwhile puts the attacher into minutes of back-off.
+    let registry = match store {
+        Some(store) => {
+            let dir = store.join("nodes");
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            Some(dir)
+        }
+        None => None,
+    };
     let nodes: Api<Node> = Api::all(client.clone());
     let csinodes: Api<CSINode> = Api::all(client.clone());
     let existing: std::collections::HashSet<String> = nodes
         .list(&kube::api::ListParams::default().labels(&format!("{SIMULATED_LABEL}=true")))
-        .await?
+        .await
+        .map_err(|e| e.to_string())?
         .items
         .into_iter()
         .filter_map(|n| n.metadata.name)
@@ -174,18 +187,23 @@ pub async fn ensure_nodes(
         if !existing.contains(&name) {
             nodes
                 .create(&PostParams::default(), &node_object(i))
-                .await?;
+                .await
+                .map_err(|e| format!("node {name}: {e}"))?;
         }
-        if csinodes.get_opt(&name).await?.is_none() {
+        if csinodes
+            .get_opt(&name)
+            .await
+            .map_err(|e| format!("CSINode {name}: {e}"))?
+            .is_none()
+        {
             csinodes
                 .create(&PostParams::default(), &csinode_object(&name, driver))
-                .await?;
+                .await
+                .map_err(|e| format!("CSINode {name}: {e}"))?;
         }
-        if let Some(store) = store {
-            let dir = store.join("nodes");
-            if dir.is_dir() {
-                let _ = std::fs::write(dir.join(&name), b"");
-            }
+        if let Some(dir) = &registry {
+            let file = dir.join(&name);
+            std::fs::write(&file, b"").map_err(|e| format!("{}: {e}", file.display()))?;
         }
         names.push(name);
     }
