@@ -374,6 +374,44 @@ fn comparing_two_sheets_exits_1_when_a_row_regresses() {
     assert!(stdout.contains("changed power-off-taint"), "{stdout}");
 }
 
+/// `nodedown report` on a simulated invocation (the curve recorded in docs/simulated-scale/,
+/// a real run on 200 simulated nodes) reproduces the curve.md that run wrote, and its JUnit
+/// carries the SIMULATED banner; HTML is refused with the formats that work.
+#[test]
+fn report_reads_a_recorded_simulated_curve() {
+    let dir = "docs/simulated-scale";
+    let md = nodedown()
+        .args(["report", dir, "--format", "markdown"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        md.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&md.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&md.stdout),
+        std::fs::read_to_string(format!("{dir}/curve.md")).unwrap()
+    );
+    let junit = nodedown()
+        .args(["report", dir, "--format", "junit"])
+        .output()
+        .unwrap();
+    let xml = String::from_utf8_lossy(&junit.stdout);
+    assert_eq!(junit.status.code(), Some(0));
+    assert!(
+        xml.contains("SIMULATED") && xml.contains("lost-20-x20-taint"),
+        "{xml}"
+    );
+    let html = nodedown()
+        .args(["report", dir, "--format", "html"])
+        .output()
+        .unwrap();
+    assert_eq!(html.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&html.stderr).contains("--format markdown, json or junit"));
+}
+
 #[test]
 fn qualify_reads_a_testdriver_file_and_writes_its_matrix() {
     let out = tempfile::tempdir().unwrap();
