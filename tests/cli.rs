@@ -327,9 +327,6 @@ fn an_experiment_naming_another_cluster_is_not_run_on_the_first_ones() {
     assert!(String::from_utf8_lossy(&named.stdout).contains("3 run(s)"));
 }
 
-/// `qualify` reads a testdriver file: a misspelt capability is a warning naming the closest
-/// known one (upstream drops it without a word), a malformed file is exit 2 with file, line and
-/// field, and `--plan-only` writes the matrix as experiment files that `validate` accepts.
 /// Two qualification sheets compared row by row: the committed reference sheet (a real
 /// qualification of testenv's nodedown-attach) against itself, then against a copy whose
 /// power-off-taint row failed (an edit of the recorded sheet, said here).
@@ -412,6 +409,9 @@ fn report_reads_a_recorded_simulated_curve() {
     assert!(String::from_utf8_lossy(&html.stderr).contains("--format markdown, json or junit"));
 }
 
+/// `qualify` reads a testdriver file: a misspelt capability is a warning naming the closest
+/// known one (upstream drops it without a word), a malformed file is exit 2 with file, line and
+/// field, and `--plan-only` writes the matrix as experiment files that `validate` accepts.
 #[test]
 fn qualify_reads_a_testdriver_file_and_writes_its_matrix() {
     let out = tempfile::tempdir().unwrap();
