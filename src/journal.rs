@@ -17,7 +17,7 @@ pub enum Undo {
     /// its kubelet, remove its partition) and wait for the Node to be Ready.
     HealFault {
         #[serde(default)]
-        backend: crate::faults::Backend,
+        backend: crate::vocab::Backend,
         fault: crate::spec::FaultKind,
         node: String,
     },
@@ -206,6 +206,31 @@ impl Journal {
             },
         )?;
         Ok(id)
+    }
+
+    /// Writes the undos of several actions about to be taken, with one sync for all; returns
+    /// their ids.
+    pub fn record_all(&self, undos: Vec<Undo>) -> std::io::Result<Vec<u64>> {
+        let mut guard = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut text = String::new();
+        let mut ids = Vec::with_capacity(undos.len());
+        for undo in undos {
+            let id = guard.1;
+            guard.1 += 1;
+            ids.push(id);
+            text.push_str(
+                &serde_json::to_string(&Entry::Do {
+                    id,
+                    wall: now(),
+                    undo,
+                })
+                .expect("journal entries serialize"),
+            );
+            text.push('\n');
+        }
+        guard.0.write_all(text.as_bytes())?;
+        guard.0.sync_data()?;
+        Ok(ids)
     }
 
     pub fn healed(&self, id: u64) -> std::io::Result<()> {

@@ -4,7 +4,6 @@
 //! Pure core (no clock, no I/O beyond reading the files given): `spec`, `plan`, `timeline`,
 //! `verdict`, `report`. Effectful edge: `cluster`, `faults`, `remediation`, `observe`,
 //! `workload`. `runner` is the only module that sees both sides; `cli` sits on top.
-pub mod compare;
 pub mod integrity;
 pub mod jsonl;
 pub mod outcome;

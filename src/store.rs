@@ -32,6 +32,10 @@ pub const ORDER_FILE: &str = "order.txt";
 pub const INVOCATION_FILE: &str = "invocation.json";
 /// The variants `--skip-unsupported` left out, and why (written before the first run).
 pub const NOT_RUN_FILE: &str = "not-run.json";
+/// A simulated invocation's runs, in order (`nodedown run` of `provider: kwok` experiments).
+pub const CURVE_FILE: &str = "curve.json";
+/// A run's (or an invocation's) results.
+pub const RESULTS_FILE: &str = "results.json";
 
 /// The variants left out of the invocation in `out` (none when it has no such file).
 pub fn load_not_run(out: &Path) -> Result<Vec<crate::report::NotRun>, StoreError> {
@@ -46,26 +50,7 @@ pub fn load_not_run(out: &Path) -> Result<Vec<crate::report::NotRun>, StoreError
     }
 }
 
-/// The wall time of one `nodedown run` invocation, by part (milliseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InvocationTimes {
-    /// From start to the first run: loading the experiments, creating or reusing the cluster,
-    /// loading the workload image into the nodes.
-    pub prepare_ms: u64,
-    /// The runs: one after the other, or side by side in lanes.
-    pub runs_ms: u64,
-    /// After the last run: waiting for the runs' namespaces to go, deleting a cluster made here.
-    pub finish_ms: u64,
-    pub total_ms: u64,
-    /// How many lanes the runs went in (1: one after the other).
-    #[serde(default = "one_lane")]
-    pub lanes: u32,
-}
-
-fn one_lane() -> u32 {
-    1
-}
+pub use crate::report::InvocationTimes;
 
 /// The invocation's times, when the directory has them (a run interrupted before its end, or
 /// written by nodedown before they were recorded, has none).
@@ -212,4 +197,66 @@ pub fn load_all(
             Ok((run, events, ledgers))
         })
         .collect()
+}
+
+/// The simulated runs below `dir` (an invocation's `--out`, or one run's directory): its
+/// `curve.json` when there is one, else every `results.json` of a simulated run (at most five
+/// levels down), in the order of their time zero (runs that never reached their fault last).
+/// Empty when `dir` holds no simulated run.
+pub fn load_simulated(
+    dir: &Path,
+) -> Result<Vec<crate::report::simulated::SimulatedResult>, StoreError> {
+    use crate::report::simulated::SimulatedResult;
+    let invalid = |path: &Path, detail: String| StoreError::Invalid {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let curve = dir.join(CURVE_FILE);
+    if curve.is_file() {
+        let text = std::fs::read_to_string(&curve).map_err(io(&curve))?;
+        return serde_json::from_str(&text)
+            .map_err(|e| invalid(&curve, format!("not a simulated curve: {e}")));
+    }
+    fn walk(dir: &Path, depth: u8, out: &mut Vec<SimulatedResult>) -> Result<(), StoreError> {
+        let file = dir.join(RESULTS_FILE);
+        if file.is_file() {
+            let text = std::fs::read_to_string(&file).map_err(io(&file))?;
+            let v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| StoreError::Invalid {
+                    path: file.clone(),
+                    detail: format!("not JSON: {e}"),
+                })?;
+            if v["environment"]["simulated"] == true {
+                out.push(serde_json::from_value(v).map_err(|e| StoreError::Invalid {
+                    path: file.clone(),
+                    detail: format!("not a simulated run: {e}"),
+                })?);
+            }
+        }
+        if depth == 0 {
+            return Ok(());
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Ok(());
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        for d in dirs {
+            walk(&d, depth - 1, out)?;
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(dir, 5, &mut out)?;
+    out.sort_by(|a, b| match (&a.time_zero, &b.time_zero) {
+        (Some(x), Some(y)) => x.cmp(y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.run.cmp(&b.run),
+    });
+    Ok(out)
 }

@@ -53,17 +53,13 @@ pub fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The median of `values`: the middle value, or the mean of the two middle values (rounded
-/// down) when their number is even. `None` for no values.
+/// The median of `values` — nodedown's one p50 rule, the nearest-rank 50th percentile
+/// ([`percentile`]`(values, 50)`): the middle value, or the lower of the two middle values when
+/// their number is even. Always a value that was observed (the mean of two middle values is a
+/// time no run took), and the same number in every report: run summaries, `compare`,
+/// qualification sheets, fleets and simulated curves. `None` for no values.
 pub fn median(values: &[u64]) -> Option<u64> {
-    let mut v = values.to_vec();
-    v.sort_unstable();
-    let n = v.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(v[n / 2]),
-        _ => Some(v[n / 2 - 1] / 2 + v[n / 2] / 2 + (v[n / 2 - 1] % 2 + v[n / 2] % 2) / 2),
-    }
+    percentile(values, 50)
 }
 
 /// The nearest-rank percentile `p` (0 < p ≤ 100) of `values`: the smallest value with at least
@@ -167,10 +163,15 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[7]), Some(7));
         assert_eq!(median(&[9, 1, 5]), Some(5));
+        // Even counts: the lower middle value, one that was observed (not 2.5 nor 2).
         assert_eq!(median(&[1, 2, 3, 10]), Some(2));
-        assert_eq!(median(&[1, 4]), Some(2));
-        assert_eq!(median(&[3, 4]), Some(3));
+        assert_eq!(median(&[1, 4]), Some(1));
+        assert_eq!(median(&[4, 3]), Some(3));
         assert_eq!(median(&[u64::MAX, u64::MAX]), Some(u64::MAX));
+        // One rule: the median is the p50 the sheets and curves print.
+        for v in [vec![5, 1], vec![8, 2, 6, 4], (1..=11).collect::<Vec<u64>>()] {
+            assert_eq!(median(&v), percentile(&v, 50), "{v:?}");
+        }
     }
 
     #[test]
@@ -187,7 +188,7 @@ mod tests {
             Some(Spread {
                 count: 4,
                 min: 10,
-                median: 25,
+                median: 20,
                 p90: 40,
                 max: 40
             })

@@ -87,3 +87,50 @@ impl std::fmt::Display for Backend {
         f.write_str(self.as_str())
     }
 }
+
+// The shared keys: labels, taints and storage classes that several layers name (the spec checks
+// them, the workload and the backends write them, the runner and the reports read them).
+// Defined once here; the modules that own their meaning re-export them.
+
+/// The storage class of testenv's shared host directory; nodedown creates its PersistentVolumes.
+pub const SHARED_CLASS: &str = "nodedown-shared";
+/// Where every testenv node mounts the shared host directory.
+pub const SHARED_NODE_PATH: &str = "/mnt/nodedown-shared";
+/// testenv's node-local storage class: nodedown makes one PersistentVolume per worker node,
+/// pinned to it; the data stays on that node (no failover possible without it).
+pub const LOCAL_CLASS: &str = "nodedown-local";
+/// Where a node-local volume lives inside its node.
+pub const LOCAL_NODE_PATH: &str = "/var/lib/nodedown-local";
+/// testenv's storage that attaches (its CSI driver, `testenv/csi`, with the real
+/// external-attacher): volumes in the shared directory, attached to one node at a time through
+/// VolumeAttachments. nodedown makes the PersistentVolumes (no provisioner runs).
+pub const ATTACH_CLASS: &str = "nodedown-attach";
+/// The CSI driver behind [`ATTACH_CLASS`].
+pub const ATTACH_DRIVER: &str = "csi.nodedown.dev";
+/// Where that driver keeps a volume, under the shared directory: `csi/volumes/<handle>`.
+pub const ATTACH_VOLUMES_DIR: &str = "csi/volumes";
+/// The host directory behind it on the testenv machine (the default of `--shared-dir`).
+pub const DEFAULT_SHARED_DIR: &str = "/var/lib/nodedown/shared";
+/// Label on everything nodedown creates, with the run id as value.
+pub const RUN_LABEL: &str = "nodedown.dev/run";
+/// Label on a StatefulSet's pods naming its instance (the StatefulSet): with `app`, its selector.
+pub const INSTANCE_LABEL: &str = "nodedown.dev/instance";
+/// The label kwok selects the nodes it simulates by (`--manage-nodes-with-label-selector`).
+pub const KWOK_MANAGED_LABEL: &str = "nodedown.dev/kwok-managed";
+/// Every simulated node carries this label (whether or not kwok manages it right now).
+pub const SIMULATED_LABEL: &str = "nodedown.dev/simulated";
+/// The taint every simulated node carries; the simulated workload tolerates it.
+pub const SIMULATED_TAINT: &str = "nodedown.dev/simulated";
+/// The taint that keeps a simulated run's instances off the nodes that will not be lost while
+/// they are placed.
+pub const PLACING_TAINT: &str = "nodedown.dev/placing";
+/// KEP-2268's taint: pods without a matching toleration are deleted by the pod GC and their
+/// volumes detached at once.
+pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
+/// The value nodedown gives [`OUT_OF_SERVICE_KEY`] (the one the Kubernetes docs use).
+pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
+/// The node-role labels of a control-plane node (the second is the pre-1.24 name).
+pub const CONTROL_PLANE_LABELS: [&str; 2] = [
+    "node-role.kubernetes.io/control-plane",
+    "node-role.kubernetes.io/master",
+];

@@ -516,3 +516,40 @@ fn simulated_and_real_experiments_do_not_share_an_invocation() {
     );
     assert!(!stdout.contains("scale-simulated"), "left out: {stdout}");
 }
+
+/// A flag that means nothing on the simulated cluster is refused by name before anything is
+/// made (exit 2), every such flag at once; the ones that work (`--fail-on`, `--retain`,
+/// `--cluster-name`, `--output`) are not among them.
+#[test]
+fn flags_that_do_not_apply_to_simulated_runs_are_refused_by_name() {
+    let out = nodedown()
+        .args([
+            "run",
+            "experiments/scale-simulated.yaml",
+            "--parallel",
+            "2",
+            "--ack-interval",
+            "off",
+            "--node-control",
+            "agent",
+            "--fail-on",
+            "fail",
+            "--retain",
+            "--cluster-name",
+            "never-made",
+            "--output",
+            "json",
+        ])
+        .env_remove("NODEDOWN_PARALLEL")
+        .env_remove("NODEDOWN_ACK_INTERVAL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for flag in ["--parallel", "--ack-interval", "--node-control"] {
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+    }
+    for flag in ["--fail-on", "--retain", "--cluster-name", "--output"] {
+        assert!(!stderr.contains(flag), "{flag} applies: {stderr}");
+    }
+}

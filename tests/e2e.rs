@@ -1899,8 +1899,12 @@ fn qualify_turns_a_testdriver_file_into_a_sheet() {
 /// The simulated provider end to end: a control-plane-only kind cluster of its own with kwok's
 /// nodes; two nodes lost at once under ten attaching instances, with the out-of-service taint
 /// (every replacement back, volumes detached and attached by the real controllers) and without
-/// (nothing deleted, nothing back). Then the cluster is as before: every simulated node managed
-/// again, no taint of nodedown's left, no run namespace. The cluster is deleted at the end.
+/// (nothing deleted, nothing back), and a variant whose `timeToRunning: {max: 1s}` no
+/// failover can meet: it fails (exit 1), its JUnit case names the expectation. Then the
+/// cluster is as before: every simulated node managed again, no taint of nodedown's left, no
+/// run namespace. A second invocation on the same cluster is interrupted (SIGINT) while its
+/// out-of-service taint waits out its `after`: exit 130, and the taint never lands — not at
+/// the heal, nor when its delay would have ended. The cluster is deleted at the end.
 #[test]
 fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
     let _g = lock_cluster();
@@ -1917,12 +1921,22 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
              timeouts: {{recovery: 3m, steadyState: 5m}}\n\
              variants:\n\
              - name: taint\n  remediation: {{kind: out-of-service-taint, after: 0s}}\n  expect: {{recovered: true}}\n\
-             - name: none\n  remediation: {{kind: none}}\n  timeouts: {{recovery: 40s, steadyState: 5m}}\n  expect: {{recovered: false}}\n"
+             - name: none\n  remediation: {{kind: none}}\n  timeouts: {{recovery: 40s, steadyState: 5m}}\n  expect: {{recovered: false}}\n\
+             - name: too-fast\n  remediation: {{kind: out-of-service-taint, after: 0s}}\n  expect: {{recovered: true, timeToRunning: {{max: 1s}}}}\n"
         ),
     )
     .unwrap();
     let out = dir.path().join("out");
-    let status = run_ok(nodedown().arg("run").arg(&exp).arg("--out").arg(&out)).status;
+    // --retain: the cluster is made by this invocation and read after it.
+    let status = run_ok(
+        nodedown()
+            .arg("run")
+            .arg(&exp)
+            .arg("--out")
+            .arg(&out)
+            .arg("--retain"),
+    )
+    .status;
     let ctx = format!("kind-{name}");
     let nodes = Command::new("kubectl")
         .args([
@@ -1941,10 +1955,35 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
         .args(["--context", &ctx, "get", "ns", "-o", "name"])
         .output()
         .unwrap();
+    let interrupted = simulated_run_interrupted_mid_remediation(name, &dir);
     let _ = Command::new("kind")
         .args(["delete", "cluster", "--name", name])
         .status();
-    assert_eq!(status.code(), Some(0), "both runs pass");
+    interrupted.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "taint and none pass, too-fast fails"
+    );
+    let junit = std::fs::read_to_string(out.join("curve.junit.xml")).unwrap();
+    let fast = junit
+        .split("<testcase")
+        .find(|c| c.contains("sim-e2e/too-fast/1"))
+        .unwrap_or_else(|| panic!("{junit}"));
+    assert!(
+        fast.contains("<failure") && fast.contains("timeToRunning fail: expected &lt;= 1s"),
+        "{fast}"
+    );
+    for v in ["taint", "none"] {
+        let case = junit
+            .split("<testcase")
+            .find(|c| c.contains(&format!("sim-e2e/{v}/1\"")))
+            .unwrap();
+        assert!(
+            !case.contains("<failure") && !case.contains("<error"),
+            "{case}"
+        );
+    }
     let read = |v: &str| -> serde_json::Value {
         serde_json::from_str(
             &std::fs::read_to_string(out.join(format!("sim-e2e/{v}/1/results.json"))).unwrap(),
@@ -2012,4 +2051,109 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
     }
     let namespaces = String::from_utf8_lossy(&namespaces.stdout);
     assert!(!namespaces.contains("namespace/nd-"), "{namespaces}");
+}
+
+/// On the simulated cluster `name` (made and kept by the caller): a run whose out-of-service
+/// taint waits 40 s after NotReady is interrupted 28 s after its fault (NotReady after the
+/// 16 s grace period, the taint still pending). Then: exit 130, no out-of-service taint and
+/// every simulated node handed back to kwok (managed `up`) — also after the moment the pending
+/// taint would have landed; the interrupted run is an error case in curve.junit.xml.
+fn simulated_run_interrupted_mid_remediation(
+    name: &str,
+    dir: &tempfile::TempDir,
+) -> Result<(), String> {
+    let ctx = format!("kind-{name}");
+    let exp = dir.path().join("sim-interrupt.yaml");
+    std::fs::write(
+        &exp,
+        format!(
+            "name: sim-int\n\
+             cluster: {{provider: kwok, name: {name}, simulatedNodes: 12}}\n\
+             workload: {{kind: ledger, storageClass: nodedown-attach, size: 1Gi, instances: 4}}\n\
+             fault: {{kind: node-shutdown, target: {{count: 2}}}}\n\
+             remediation: {{kind: out-of-service-taint, after: 40s}}\n\
+             timeouts: {{recovery: 3m, steadyState: 5m}}\n\
+             expect: {{recovered: true}}\n"
+        ),
+    )
+    .unwrap();
+    let nodes = || -> serde_json::Value {
+        let out = Command::new("kubectl")
+            .args([
+                "--context",
+                &ctx,
+                "get",
+                "nodes",
+                "-l",
+                "nodedown.dev/simulated=true",
+                "-o",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    let items = |v: &serde_json::Value| v["items"].as_array().cloned().unwrap_or_default();
+    let oos = |n: &serde_json::Value| {
+        n["spec"]["taints"].as_array().is_some_and(|t| {
+            t.iter()
+                .any(|t| t["key"] == "node.kubernetes.io/out-of-service")
+        })
+    };
+    let out = dir.path().join("out-interrupted");
+    let mut child = nodedown()
+        .arg("run")
+        .arg(&exp)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Between invocations no kwok heartbeats, so NotReady nodes say nothing here: the run's
+    // journal says when the fault is applied (its heals are journaled just before). NotReady
+    // follows after the 16 s grace period, the taint 40 s after that: interrupt in between.
+    let journal = out.join("sim-int/default/1/journal.jsonl");
+    let deadline = std::time::Instant::now() + Duration::from_secs(360);
+    loop {
+        if std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("\"kwok\"")) {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            return Err("the fault was not journaled within 6 minutes".into());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(28));
+    // SAFETY: plain kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let interrupted_at = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    if status.code() != Some(130) {
+        return Err(format!(
+            "interrupted exit code {:?}, not 130",
+            status.code()
+        ));
+    }
+    // Past the moment the pending taint would have been applied.
+    let after = Duration::from_secs(45);
+    std::thread::sleep(after.saturating_sub(interrupted_at.elapsed()));
+    let v = nodes();
+    for n in items(&v) {
+        let node = n["metadata"]["name"].as_str().unwrap_or("?").to_string();
+        if oos(&n) {
+            return Err(format!(
+                "{node}: out-of-service taint after the interrupt: {n}"
+            ));
+        }
+        if n["metadata"]["labels"]["nodedown.dev/kwok-managed"] != "up" {
+            return Err(format!("{node}: not heartbeating after the interrupt: {n}"));
+        }
+    }
+    let junit = std::fs::read_to_string(out.join("curve.junit.xml"))
+        .map_err(|e| format!("curve.junit.xml of the interrupted run: {e}"))?;
+    if !(junit.contains("sim-int/default/1") && junit.contains("interrupted")) {
+        return Err(format!("the interrupted run is an error case: {junit}"));
+    }
+    Ok(())
 }

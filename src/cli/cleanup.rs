@@ -1,7 +1,7 @@
 use super::run::ToolArgs;
 use super::{error, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK};
-use crate::cluster::{ClusterOptions, Env, Session};
 use crate::journal::Journal;
+use crate::runner::{ClusterOptions, Env, Session};
 use crate::store::{JOURNAL_FILE, SESSION_FILE};
 use clap::Args;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 use super::{error, EXIT_BAD_INPUT, EXIT_EXPECTATION_FAILED, EXIT_OK};
-use crate::compare::{self, Tolerance, Tolerances};
+use crate::report::compare::{self, Tolerance, Tolerances};
 use crate::report::Report;
 use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};

@@ -36,17 +36,32 @@ pub enum FailOn {
 /// under `--fail-on unknown`) over success (0). A report without any run is a harness error:
 /// nothing ran.
 pub fn exit_code(report: &Report, fail_on: FailOn) -> u8 {
-    let runs: Vec<_> = report.experiments.iter().flat_map(|e| &e.runs).collect();
+    exit_code_of(
+        report
+            .experiments
+            .iter()
+            .flat_map(|e| &e.runs)
+            .map(|r| (r.verdict, r.error.is_some())),
+        fail_on,
+    )
+}
+
+/// The same rule over each run's verdict and whether it ended with a harness error — every
+/// kind of run (real or simulated) exits by it. Precedence: a failed expectation (1) over a
+/// harness error (3) over an unknown verdict (1 under `--fail-on unknown`) over success (0);
+/// no run at all is a harness error.
+pub fn exit_code_of(runs: impl IntoIterator<Item = (Verdict, bool)>, fail_on: FailOn) -> u8 {
+    let runs: Vec<(Verdict, bool)> = runs.into_iter().collect();
     if runs.is_empty() {
         return EXIT_HARNESS;
     }
-    if runs.iter().any(|r| r.verdict == Verdict::Fail) {
+    if runs.iter().any(|(v, _)| *v == Verdict::Fail) {
         return EXIT_EXPECTATION_FAILED;
     }
-    if runs.iter().any(|r| r.error.is_some()) {
+    if runs.iter().any(|(_, error)| *error) {
         return EXIT_HARNESS;
     }
-    if fail_on == FailOn::Unknown && runs.iter().any(|r| r.verdict == Verdict::Unknown) {
+    if fail_on == FailOn::Unknown && runs.iter().any(|(v, _)| *v == Verdict::Unknown) {
         return EXIT_EXPECTATION_FAILED;
     }
     EXIT_OK

@@ -255,7 +255,7 @@ async fn cluster_facts(
     driver: Option<&str>,
 ) -> Option<(
     crate::timeline::ClusterFacts,
-    Option<crate::cluster::DriverFacts>,
+    Option<crate::runner::DriverFacts>,
 )> {
     let context = args.context.clone().unwrap_or_else(|| {
         format!(
@@ -266,10 +266,10 @@ async fn cluster_facts(
     let (client, _) = crate::cluster::client_for_context(Some(&context))
         .await
         .ok()?;
-    let facts = crate::cluster::facts(&client, class).await.ok()?;
+    let facts = crate::runner::facts(&client, class).await.ok()?;
     let name = driver.or(facts.provisioner.as_deref());
     let driver = match name {
-        Some(n) => crate::cluster::driver_facts(&client, n).await.ok(),
+        Some(n) => crate::runner::driver_facts(&client, n).await.ok(),
         None => None,
     };
     Some((facts, driver))

@@ -69,9 +69,9 @@ pub fn report(args: ReportArgs) -> u8 {
 /// The report of simulated runs (provider kwok), which have a results.json of their own: the
 /// curve, in Markdown (also for `table`), JSON (the results as curve.json holds them) or JUnit.
 fn simulated(args: &ReportArgs) -> u8 {
-    use crate::runner::simulated;
-    let results = match simulated::load_results(&args.run_dir) {
-        Ok(r) => r,
+    use crate::report::simulated;
+    let results = match crate::store::load_simulated(&args.run_dir) {
+        Ok(r) => r.iter().map(simulated::recompute).collect::<Vec<_>>(),
         Err(e) => {
             error(e);
             return EXIT_BAD_INPUT;

@@ -1,10 +1,10 @@
 use super::report::{build, render, Format};
 use super::{error, exit_code, FailOn, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INTERRUPTED};
-use crate::cluster::{ClusterOptions, Env};
 use crate::plan::lanes::Lane;
 use crate::plan::PlanOptions;
 use crate::report::{self, Report};
 use crate::runner::{self, Progress, RunSettings, RunnerError};
+use crate::runner::{ClusterOptions, Env};
 use crate::store::{ORDER_FILE, SESSION_FILE};
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -296,24 +296,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             .iter()
             .all(|r| r.cluster.provider == crate::spec::Provider::Kwok)
     {
-        if args.provider.is_some() || args.context.is_some() || args.dry_run {
-            error("--provider, --context and --dry-run do not apply to simulated experiments (`provider: kwok`: nodedown makes its own cluster)");
-            return EXIT_BAD_INPUT;
-        }
-        let out = args.out.clone().unwrap_or_else(|| {
-            let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-                .to_string()
-                .replace(':', "");
-            PathBuf::from("runs").join(stamp)
-        });
-        let opts = runner::simulated::SimulatedOptions {
-            out,
-            cache_dir: args.tools.cache_dir.clone(),
-            kind_bin: args.tools.kind_bin.clone(),
-            node_image: args.node_image.clone(),
-            quiet,
-        };
-        return runner::simulated::run_all(runs, opts, runner::Interrupt::install()).await;
+        return run_simulated(runs, &args, quiet).await;
     }
     let cluster_opts = ClusterOptions {
         provider: args.provider.map(|p| match p {
@@ -353,7 +336,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     }
     // What no backend of this invocation can do is refused before anything is touched (and
     // said so by --dry-run), not found out in the middle of a failover.
-    let caps = crate::cluster::capabilities(&experiments, &cluster_opts);
+    let caps = crate::runner::capabilities(&experiments, &cluster_opts);
     let mut not_run = other_cluster(&runs, &cluster_opts);
     not_run.extend(unsupported(&runs, &caps, cluster_opts.node_control));
     let runs: Vec<_> = runs
@@ -401,10 +384,10 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         );
         return super::EXIT_OK;
     }
-    if crate::cluster::targets_existing(&experiments, &cluster_opts) {
-        let allowed = crate::cluster::resolve_context(args.context.as_deref())
+    if crate::runner::targets_existing(&experiments, &cluster_opts) {
+        let allowed = crate::runner::resolve_context(args.context.as_deref())
             .map_err(|e| e.to_string())
-            .and_then(|ctx| crate::cluster::guard(&ctx, args.allow_context.as_deref()));
+            .and_then(|ctx| crate::runner::guard(&ctx, args.allow_context.as_deref()));
         if let Err(e) = allowed {
             error(e);
             return EXIT_BAD_INPUT;
@@ -531,7 +514,7 @@ type Invoked = (bool, Option<crate::store::InvocationTimes>);
 impl Invocation<'_> {
     async fn run(&self, env: &Env) -> Result<Invoked, u8> {
         let step = |s: &str| self.progress.step(s);
-        match crate::cluster::describe_target(env).await {
+        match crate::runner::describe_target(env).await {
             Ok(target) => step(&target),
             Err(e) => {
                 error(format!("cannot describe the cluster: {e}"));
@@ -867,8 +850,8 @@ fn dry_run_text(
 ) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    if crate::cluster::targets_existing(experiments, opts) {
-        let ctx = crate::cluster::resolve_context(opts.context.as_deref())
+    if crate::runner::targets_existing(experiments, opts) {
+        let ctx = crate::runner::resolve_context(opts.context.as_deref())
             .unwrap_or_else(|e| format!("(unresolved: {e})"));
         let _ = writeln!(s, "dry run: would use the existing cluster of context {ctx} (needs --allow-context {ctx})");
     } else {
@@ -1003,7 +986,7 @@ fn lanes_text(
         })
     });
     let workers = config
-        .filter(|_| !crate::cluster::targets_existing(experiments, opts))
+        .filter(|_| !crate::runner::targets_existing(experiments, opts))
         .and_then(|c| std::fs::read_to_string(&c).ok().map(|t| (c, t)))
         .and_then(|(c, t)| kind_config_workers(&t).map(|w| (c, w)));
     let count = match &workers {
@@ -1026,4 +1009,147 @@ fn lanes_text(
     };
     let placements = lanes::place(runs, count, need, allow_control_plane);
     Some(placements)
+}
+
+/// The flags `run` takes that mean nothing on the simulated cluster (nodedown makes it, kwok
+/// runs its nodes, there is no data path), each named when it was given: `(flag, why)`.
+fn refused_for_simulated(args: &RunArgs) -> Vec<(&'static str, &'static str)> {
+    let defaults = <RunArgs as clap::FromArgMatches>::from_arg_matches(
+        &<RunArgs as clap::Args>::augment_args(clap::Command::new("run")).get_matches_from(["run"]),
+    )
+    .expect("the defaults parse");
+    let mut out = Vec::new();
+    let mut refuse = |given: bool, flag: &'static str, why: &'static str| {
+        if given {
+            out.push((flag, why));
+        }
+    };
+    const OWN: &str = "nodedown makes and reaches the simulated cluster itself";
+    const NODES: &str = "kwok's nodes are controlled by their heartbeat, not by a backend";
+    const DATA: &str = "a simulated run has no data path (no ledger)";
+    refuse(args.provider.is_some(), "--provider", OWN);
+    refuse(args.context.is_some(), "--context", OWN);
+    refuse(args.allow_context.is_some(), "--allow-context", OWN);
+    refuse(args.dry_run, "--dry-run", OWN);
+    refuse(args.force, "--force", OWN);
+    refuse(args.k3d_config.is_some(), "--k3d-config", OWN);
+    refuse(args.test_nodes, "--test-nodes", NODES);
+    refuse(args.allow_control_plane, "--allow-control-plane", NODES);
+    refuse(
+        args.power_off.is_some(),
+        "--power-off/--power-on/--power-state",
+        NODES,
+    );
+    refuse(args.node_control.is_some(), "--node-control", NODES);
+    refuse(args.fault_lease.is_some(), "--fault-lease", NODES);
+    refuse(args.workload_image.is_some(), "--workload-image", DATA);
+    refuse(args.ledger_via != defaults.ledger_via, "--ledger-via", DATA);
+    refuse(
+        args.ack_interval != defaults.ack_interval,
+        "--ack-interval",
+        DATA,
+    );
+    refuse(args.shared_dir != defaults.shared_dir, "--shared-dir", DATA);
+    refuse(
+        args.parallel != defaults.parallel,
+        "--parallel",
+        "simulated runs go one after the other: each measures the one control plane they share",
+    );
+    out
+}
+
+/// `nodedown run` of simulated experiments (`provider: kwok`): the runs on nodedown's own
+/// simulated cluster, then the curve written (curve.md, curve.json, curve.junit.xml, the step
+/// summary) and the exit code by the same contract as real runs ([`super::exit::exit_code_of`]).
+async fn run_simulated(runs: Vec<crate::plan::PlannedRun>, args: &RunArgs, quiet: bool) -> u8 {
+    let refused = refused_for_simulated(args);
+    if !refused.is_empty() {
+        let names = refused
+            .iter()
+            .map(|(flag, why)| format!("{flag} ({why})"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        error(format!(
+            "not for simulated experiments (`provider: kwok`): {names}; leave them out"
+        ));
+        return EXIT_BAD_INPUT;
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace(':', "");
+        PathBuf::from("runs").join(stamp)
+    });
+    let opts = runner::simulated::SimulatedOptions {
+        out: out.clone(),
+        cache_dir: args.tools.cache_dir.clone(),
+        kind_bin: args.tools.kind_bin.clone(),
+        node_image: args.node_image.clone(),
+        quiet,
+        cluster_name: args.cluster_name.clone(),
+        kind_config: args.kind_config.clone(),
+        retain: args.retain,
+    };
+    let inv = match runner::simulated::run_all(runs, opts, runner::Interrupt::install()).await {
+        Ok(inv) => inv,
+        Err(e) => {
+            error(e);
+            return EXIT_HARNESS;
+        }
+    };
+    let mut harness = inv.errors.clone();
+    if let Err(e) = write_curve(&out, &inv.results, args.step_summary.as_deref()) {
+        harness.push(format!("writing the reports in {}: {e}", out.display()));
+    }
+    for e in &harness {
+        error(e);
+    }
+    match args.output {
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&inv.results).expect("results serialize")
+        ),
+        Output::Table if !quiet => {
+            println!("{}", report::simulated::curve_markdown(&inv.results))
+        }
+        Output::Table => {}
+    }
+    if inv.interrupted {
+        return EXIT_INTERRUPTED;
+    }
+    super::exit::exit_code_of(
+        inv.results
+            .iter()
+            .map(|r| (r.verdict, r.error.is_some()))
+            .chain((!harness.is_empty()).then_some((crate::verdict::Verdict::Unknown, true))),
+        args.fail_on,
+    )
+}
+
+/// The curve of a simulated invocation: curve.md, curve.json, curve.junit.xml, and the
+/// Markdown appended to the step summary when there is one.
+fn write_curve(
+    out: &Path,
+    results: &[report::simulated::SimulatedResult],
+    step_summary: Option<&Path>,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(out)?;
+    let md = report::simulated::curve_markdown(results);
+    std::fs::write(out.join("curve.md"), &md)?;
+    std::fs::write(
+        out.join(crate::store::CURVE_FILE),
+        serde_json::to_string_pretty(results).expect("results serialize"),
+    )?;
+    std::fs::write(
+        out.join("curve.junit.xml"),
+        report::simulated::curve_junit(results),
+    )?;
+    if let Some(summary) = step_summary {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(summary)?;
+        f.write_all(md.as_bytes())?;
+    }
+    Ok(())
 }

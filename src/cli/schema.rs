@@ -28,7 +28,7 @@ pub fn schema(which: Which) -> serde_json::Value {
         Which::Experiment => schemars::schema_for!(crate::spec::Experiment),
         Which::Results => schemars::schema_for!(crate::report::Report),
         Which::Sheet => schemars::schema_for!(crate::report::sheet::Sheet),
-        Which::Simulated => schemars::schema_for!(crate::runner::simulated::SimulatedResult),
+        Which::Simulated => schemars::schema_for!(crate::report::simulated::SimulatedResult),
     };
     let (id, title) = match which {
         Which::Experiment => (

@@ -7,7 +7,7 @@
 //! made and processed by the real attach/detach controller and external-attacher.
 
 use super::ClusterError;
-use crate::faults::kwok::{MANAGED_LABEL, SIMULATED_LABEL};
+use crate::vocab::{KWOK_MANAGED_LABEL as MANAGED_LABEL, SIMULATED_LABEL};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::storage::v1::CSINode;
 use kube::api::PostParams;
@@ -19,8 +19,7 @@ use std::process::Stdio;
 pub const STAGES: &str = include_str!("kwok-stages.yaml");
 /// testenv's build (testenv/build-kwok.sh), under the cache directory.
 pub const TESTENV_KWOK: &str = "kwok-v0.8.0/kwok";
-/// The taint every simulated node carries; the simulated workload tolerates it.
-pub const SIMULATED_TAINT: &str = "nodedown.dev/simulated";
+pub use crate::vocab::SIMULATED_TAINT;
 /// The kind config of the simulated cluster when the experiment names none.
 pub const DEFAULT_CONFIG: &str = include_str!("../../kind-configs/simulated.yaml");
 /// The simulated cluster's host directory (its kind config's extraMount): the attaching
@@ -35,6 +34,32 @@ pub fn kwok_bin(cache_dir: &Path) -> PathBuf {
         return PathBuf::from(p);
     }
     super::find_tool("kwok", &cache_dir.join(TESTENV_KWOK))
+}
+
+/// The version of the kwok at `bin`, as it reports it (`kwok --version`: its first token that
+/// looks like `vX.Y.Z`); "unknown" when it does not say.
+pub async fn version(bin: &Path) -> String {
+    let out = tokio::process::Command::new(bin)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .await;
+    let Ok(out) = out else {
+        return "unknown".into();
+    };
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    version_in(&text).unwrap_or_else(|| "unknown".into())
+}
+
+/// The first `vX.Y…` token of a tool's version line.
+fn version_in(text: &str) -> Option<String> {
+    text.split(|c: char| c.is_whitespace() || c == ',' || c == '"')
+        .find(|w| {
+            w.strip_prefix('v')
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()) && r.contains('.'))
+        })
+        .map(str::to_string)
 }
 
 /// The simulated node `i` (0-based): `sim-0000`, `sim-0001`, …
@@ -217,6 +242,16 @@ pub async fn ensure_nodes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_is_the_first_vx_y_token() {
+        assert_eq!(
+            version_in("kwok version v0.8.0 go1.26.0 (linux/amd64)").as_deref(),
+            Some("v0.8.0")
+        );
+        assert_eq!(version_in("Version: \"v0.7.1\"").as_deref(), Some("v0.7.1"));
+        assert_eq!(version_in("kwok: unknown flag --version"), None);
+    }
 
     #[test]
     fn a_simulated_node_is_labelled_tainted_and_under_the_attach_detach_controller() {

@@ -3,14 +3,9 @@
 //! kube client for either such a cluster or an existing cluster from kubeconfig.
 
 mod docker;
-mod env;
 pub mod k3d;
 pub mod lock;
 pub use docker::*;
-pub use env::{
-    capabilities, capabilities_of, default_node_image, describe_target, driver_facts, facts, guard,
-    resolve_context, targets_existing, ClusterOptions, DriverFacts, Env, Session,
-};
 pub use k3d::K3d;
 pub mod kwok;
 

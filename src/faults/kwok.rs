@@ -16,10 +16,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use std::time::SystemTime;
 
-/// The label kwok selects the nodes it simulates by (`--manage-nodes-with-label-selector`).
-pub const MANAGED_LABEL: &str = "nodedown.dev/kwok-managed";
-/// Every simulated node carries this label (whether or not kwok manages it right now).
-pub const SIMULATED_LABEL: &str = "nodedown.dev/simulated";
+pub use crate::vocab::{KWOK_MANAGED_LABEL as MANAGED_LABEL, SIMULATED_LABEL};
 
 #[derive(Clone)]
 pub struct KwokNodeControl {

@@ -13,6 +13,7 @@ mod model;
 mod outage;
 pub mod record;
 mod text;
+pub mod wire;
 
 pub use outage::{write_outage, Outage};
 

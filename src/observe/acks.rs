@@ -4,9 +4,9 @@
 //! inferred (a partitioned writer's progress is simply not seen).
 
 use super::Recorder;
+use crate::integrity::wire::{status_url_path, Status};
 use crate::integrity::Ack;
 use crate::timeline::EventKind;
-use crate::workload::ledger::{status_url_path, Status};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;

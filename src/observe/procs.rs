@@ -2,7 +2,6 @@
 //! processes are the host's, inside the control-plane container's cgroup), kwok, and nodedown
 //! itself. CPU in clock ticks of USER_HZ, which the kernel fixes at 100 per second for /proc.
 
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// /proc's clock ticks per second (USER_HZ).
@@ -92,16 +91,7 @@ pub fn own() -> (ProcUse, u64) {
     (u, hwm)
 }
 
-/// What a process used over a stretch of time: average cores and peak memory seen.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    pub name: String,
-    /// CPU seconds over the stretch divided by its wall seconds.
-    pub cores: f64,
-    pub cpu_seconds: f64,
-    pub max_rss_mib: f64,
-}
+pub use crate::timeline::scale::Usage;
 
 /// Average cores and peak memory from two samples `seconds` apart (and the peak seen between).
 pub fn usage(

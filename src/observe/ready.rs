@@ -28,6 +28,15 @@ pub fn pod_is_ready(pod: &Pod) -> bool {
     )
 }
 
+/// Whether a node carries a control-plane role label.
+pub fn is_control_plane(node: &Node) -> bool {
+    node.metadata.labels.as_ref().is_some_and(|l| {
+        crate::vocab::CONTROL_PLANE_LABELS
+            .iter()
+            .any(|k| l.contains_key(*k))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

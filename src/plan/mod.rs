@@ -12,7 +12,7 @@ use std::path::PathBuf;
 /// One execution of one variant of one experiment: one JUnit test case.
 /// Written to `<run dir>/run.json` before the run starts; reports are recomputed from it and
 /// `events.jsonl`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PlannedRun {
     /// `<experiment>/<variant>/<repetition>`; also the run's directory below the output dir.

@@ -7,10 +7,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use kube::api::{DeleteParams, PostParams};
 use kube::Api;
 
-/// KEP-2268's taint: pods without a matching toleration are deleted by the pod GC and their
-/// volumes detached at once.
-pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
-pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";
+pub use crate::vocab::{OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemediationError {
@@ -235,12 +232,4 @@ pub async fn recreate_node(
     }
 }
 
-/// Whether a node carries the control-plane role label.
-pub fn is_control_plane(node: &Node) -> bool {
-    node.metadata.labels.as_ref().is_some_and(|l| {
-        l.contains_key("node-role.kubernetes.io/control-plane")
-            || l.contains_key("node-role.kubernetes.io/master")
-    })
-}
-
-pub use crate::observe::node_is_ready;
+pub use crate::observe::{is_control_plane, node_is_ready};

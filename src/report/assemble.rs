@@ -8,7 +8,7 @@ use super::{
 };
 use crate::integrity::{write_outage, Ack, IntegrityReport};
 use crate::plan::PlannedRun;
-use crate::store::InvocationTimes;
+use crate::report::InvocationTimes;
 use crate::timeline::{analyze_fleet, fleet_metrics, slowest, Event, EventKind, FAILOVER_STAGE};
 use crate::verdict::{combine, combine_instances, evaluate, evaluate_integrity, Verdict};
 

@@ -762,12 +762,12 @@ mod tests {
     fn aggregates_medians_ranges_and_missing_runs() {
         let report = golden_report();
         let md = render(&report);
-        // Two force-delete runs: Ready at 7m03s and 7m08s.
+        // Two force-delete runs: Ready at 7m03s and 7m08s; the median is the lower, observed one.
         assert!(
             md.contains("| force-delete | force-delete-pod | ❌ 1 fail · 1 pass |"),
             "{md}"
         );
-        assert!(md.contains("| 7m05s (7m03s–7m08s) |"), "{md}");
+        assert!(md.contains("| 7m03s (7m03s–7m08s) |"), "{md}");
         // The baseline never got past NotReady.
         assert!(
             md.contains("| baseline | none | ✅ pass | 20.6s | — | — | — | — | — | — |"),
@@ -835,7 +835,7 @@ mod tests {
         let refs: Vec<&RunResult> = runs.iter().collect();
         assert_eq!(
             aggregate(&refs, Metric::TimeToReady),
-            "15.0s (10.0s–20.0s) [2/3]"
+            "10.0s (10.0s–20.0s) [2/3]"
         );
         assert_eq!(aggregate(&refs[..1], Metric::TimeToReady), "10.0s");
         assert_eq!(aggregate(&refs[2..], Metric::TimeToReady), "—");

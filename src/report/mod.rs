@@ -2,6 +2,7 @@
 pub mod model;
 pub use model::*;
 pub mod assemble;
+pub mod compare;
 #[cfg(test)]
 mod fixtures;
 pub mod html;
@@ -9,6 +10,7 @@ pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod sheet;
+pub mod simulated;
 pub mod svg;
 pub mod table;
 mod text;

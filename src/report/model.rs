@@ -373,3 +373,20 @@ pub struct WriteOutage {
     /// Where it ended, ms relative to time zero (the first new ack after the fault).
     pub until_ms: i64,
 }
+
+/// The wall time of one `nodedown run` invocation, by part (milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InvocationTimes {
+    /// From start to the first run: loading the experiments, creating or reusing the cluster,
+    /// loading the workload image into the nodes.
+    pub prepare_ms: u64,
+    /// The runs: one after the other, or side by side in lanes.
+    pub runs_ms: u64,
+    /// After the last run: waiting for the runs' namespaces to go, deleting a cluster made here.
+    pub finish_ms: u64,
+    pub total_ms: u64,
+    /// How many lanes the runs went in (1: one after the other).
+    #[serde(default = "one_lane")]
+    pub lanes: u32,
+}

@@ -553,7 +553,7 @@ fn rank(v: RowVerdict) -> Option<u8> {
 pub fn compare(
     baseline: &Sheet,
     candidate: &Sheet,
-    tolerance: crate::compare::Tolerance,
+    tolerance: crate::report::compare::Tolerance,
 ) -> Vec<RowChange> {
     let mut out = Vec::new();
     for b in &baseline.rows {
@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(w.rows[0].verdict, RowVerdict::Fail);
         assert!(w.rows[0].reason.as_ref().unwrap().contains("expected"));
         assert_ne!(w.digest, s.digest);
-        let tol = crate::compare::Tolerance::parse("+20%").unwrap();
+        let tol = crate::report::compare::Tolerance::parse("+20%").unwrap();
         let changes = compare(&s, &w, tol);
         assert_eq!(changes.len(), 1, "{changes:?}");
         assert!(changes[0].worse && changes[0].what.starts_with("pass → fail"));

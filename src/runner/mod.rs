@@ -5,13 +5,17 @@
 //! [`Tracker`] over the recorded events that every wait asks. Every undo is journaled before its
 //! action; healing runs on every exit path.
 
+mod env;
 pub mod heal;
 mod progress;
 pub mod simulated;
 
+pub use env::{
+    capabilities, capabilities_of, default_node_image, describe_target, driver_facts, facts, guard,
+    resolve_context, targets_existing, ClusterOptions, DriverFacts, Env, Session,
+};
 pub use progress::Progress;
 
-use crate::cluster::Env;
 use crate::faults::{self, NodeControl, NodeFault};
 use crate::journal::{Journal, Undo};
 use crate::observe::{self, Recorder, Scope};
@@ -244,15 +248,22 @@ pub async fn run_one(
         lane: lane.cloned(),
     };
     let background = steps.background.clone();
-    let handle = tokio::spawn(async move { steps.execute().await });
-    let abort = handle.abort_handle();
+    let mut handle = tokio::spawn(async move { steps.execute().await });
     let outcome: Result<Result<(), String>, Stop> = tokio::select! {
-        joined = handle => Ok(match joined {
+        joined = &mut handle => Ok(match joined {
             Ok(r) => r,
             Err(e) if e.is_panic() => Err(format!("harness panic: {e}")),
             Err(e) => Err(format!("run task ended: {e}")),
         }),
-        signal = interrupt.wait() => { abort.abort(); Err(signal) }
+        signal = interrupt.wait() => {
+            // The run's task is stopped and *gone* before the heal begins: abort alone only
+            // asks, and a remediation mid-request (a taint `after` its delay) could otherwise
+            // land after the heal removed it. Its own tasks (a thaw) are a JoinSet it owns,
+            // aborted as it is dropped.
+            handle.abort();
+            let _ = (&mut handle).await;
+            Err(signal)
+        }
     };
     // Heal whatever is pending, whatever happened; the watchers keep recording meanwhile.
     recorder.record(EventKind::Stage {
@@ -344,8 +355,9 @@ struct Injected {
     node: String,
     nodes: Vec<String>,
     recovery_deadline: Instant,
-    /// A fault that ends by itself mid-run (a freeze with a duration): the tasks that end it.
-    ends: Vec<tokio::task::JoinHandle<()>>,
+    /// A fault that ends by itself mid-run (a freeze with a duration): the tasks that end it,
+    /// aborted when the run ends early (dropped with it).
+    ends: tokio::task::JoinSet<()>,
 }
 
 /// The runner's reading of the events: the same [`Fleet`] of trackers (one per instance) the
@@ -398,7 +410,7 @@ impl Steps {
         if !fault.ends.is_empty() {
             // The fault ends mid-run (a thaw): observe what the old pod does afterwards.
             self.progress.step("waiting for the fault to end by itself");
-            futures::future::join_all(std::mem::take(&mut fault.ends)).await;
+            while fault.ends.join_next().await.is_some() {}
             watch
                 .until(Instant::now() + Duration::from_secs(5), |_| false)
                 .await;
@@ -607,7 +619,7 @@ impl Steps {
                 );
             }
         }
-        match crate::cluster::facts(&self.client, &self.run.workload.storage_class).await {
+        match crate::runner::facts(&self.client, &self.run.workload.storage_class).await {
             Ok(facts) => {
                 self.recorder.record(EventKind::ClusterFacts(facts));
             }
@@ -888,7 +900,7 @@ impl Steps {
         }
         // A freeze with a duration thaws mid-run, through the backend that froze it.
         let ends = match self.run.fault.duration {
-            None => vec![],
+            None => tokio::task::JoinSet::new(),
             Some(d) => effects
                 .iter()
                 .map(|(node, at, _, undo_id)| {
@@ -903,7 +915,7 @@ impl Steps {
                         + d.saturating_sub(
                             SystemTime::now().duration_since(*at).unwrap_or_default(),
                         );
-                    tokio::spawn(async move {
+                    async move {
                         tokio::time::sleep_until(at).await;
                         match control.heal(kind, &node).await {
                             Ok(()) => {
@@ -919,7 +931,7 @@ impl Steps {
                                 });
                             }
                         }
-                    })
+                    }
                 })
                 .collect(),
         };

@@ -9,10 +9,9 @@ use crate::journal::{Journal, Undo};
 use crate::observe::procs;
 use crate::plan::PlannedRun;
 use crate::remediation;
+use crate::report::simulated::{SimulatedEnvironment, SimulatedResult};
 use crate::spec::{FaultKind, RemediationSpec};
-use crate::timeline::scale::{
-    AffectedInstance, LostNode, MilestoneFigure, Reaction, ScaleObservations,
-};
+use crate::timeline::scale::{AffectedInstance, LostNode, ScaleObservations};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, Pod};
@@ -20,66 +19,14 @@ use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::api::{ListParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-/// Label on the simulated workload's pods: their instance (StatefulSet) name.
-const INSTANCE_LABEL: &str = crate::workload::INSTANCE_LABEL;
-/// The taint that keeps the instances off the nodes that will not be lost while they are placed.
-const PLACING_TAINT: &str = "nodedown.dev/placing";
+use crate::vocab::{INSTANCE_LABEL, PLACING_TAINT};
 /// How many API requests nodedown keeps in flight while it creates a run's objects.
 const CREATE_CONCURRENCY: usize = 16;
-
-/// The banner every report of a simulated run carries.
-pub const BANNER: &str = "SIMULATED: kwok's nodes and pods against a real control plane (API server, etcd, controller-manager, scheduler, external-attacher). Control-plane timings only: no kubelet, no container, no data path, no integrity verdict.";
-
-/// The result of one simulated run (`results.json` in its directory).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SimulatedResult {
-    pub tool: String,
-    pub run: String,
-    pub experiment: String,
-    pub variant: String,
-    pub repetition: u32,
-    pub environment: SimulatedEnvironment,
-    /// The curve's coordinates: nodes lost at once and the instances (pods with an attaching
-    /// volume) placed on them.
-    pub lost_nodes: usize,
-    pub instances: usize,
-    pub remediation: String,
-    /// `pass`, `fail` or `unknown` (a harness problem), from `expect.recovered` and
-    /// `expect.timeToReady` only.
-    pub verdict: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reasons: Vec<String>,
-    /// UTC time zero (the fault applied to the first lost node), RFC 3339.
-    pub time_zero: String,
-    pub milestones: Vec<MilestoneFigure>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub taint_reaction: Option<Reaction>,
-    /// Control-plane processes, kwok and nodedown from the fault to the end of the recovery.
-    pub cost: Vec<procs::Usage>,
-    /// Watch events nodedown processed during that stretch (nodes, pods, VolumeAttachments).
-    pub events_seen: u64,
-    pub observations: ScaleObservations,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SimulatedEnvironment {
-    /// Always true: every figure of this run is from simulated nodes.
-    pub simulated: bool,
-    pub kubernetes: String,
-    /// Simulated nodes in the cluster during the run.
-    pub nodes: usize,
-    pub kwok: String,
-    pub kwok_lease_seconds: u32,
-    pub cluster: String,
-}
 
 /// What an invocation needs to reach and run the simulated cluster.
 pub struct SimulatedOptions {
@@ -88,6 +35,12 @@ pub struct SimulatedOptions {
     pub kind_bin: Option<PathBuf>,
     pub node_image: Option<String>,
     pub quiet: bool,
+    /// The simulated cluster's name over the experiment's `cluster.name` (`--cluster-name`).
+    pub cluster_name: Option<String>,
+    /// Its kind config over the experiment's `cluster.config` (`--kind-config`).
+    pub kind_config: Option<PathBuf>,
+    /// Keep a cluster this invocation created (`--retain`).
+    pub retain: bool,
 }
 
 fn say(quiet: bool, started: Instant, msg: impl AsRef<str>) {
@@ -100,101 +53,180 @@ fn say(quiet: bool, started: Instant, msg: impl AsRef<str>) {
     }
 }
 
-/// Runs `runs` (all `provider: kwok`) one after the other on one simulated cluster; the exit code.
+/// Why a simulated invocation could not run at all (each run's own errors are in its result).
+#[derive(Debug, thiserror::Error)]
+pub enum SimulatedError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the simulated cluster {name}: {source}")]
+    Cluster {
+        name: String,
+        source: crate::cluster::ClusterError,
+    },
+    #[error("cannot start kwok: {0}")]
+    Kwok(crate::cluster::ClusterError),
+    #[error("{0}")]
+    Lock(String),
+}
+
+/// What a simulated invocation did: a result per run it started (errored runs included, with
+/// their error), and what went wrong around the runs.
+pub struct SimulatedInvocation {
+    pub results: Vec<SimulatedResult>,
+    /// Errors outside any one run (kwok exited, the final wait for namespaces, deleting the
+    /// cluster): a harness error of the invocation.
+    pub errors: Vec<String>,
+    /// SIGINT/SIGTERM or the lost cluster lock stopped it (after healing).
+    pub interrupted: bool,
+}
+
+/// A run's background tasks (the watches, nodedown's pending taints): owned by the invocation,
+/// not by the run's future, so that they are stopped — aborted *and* joined — before the run is
+/// healed, whichever way the run ended (finished, failed, or dropped by an interrupt). A pending
+/// `after` taint can then never land after the heal removed it.
+#[derive(Default)]
+struct RunTasks {
+    watches: tokio::task::JoinSet<()>,
+    taints: tokio::task::JoinSet<Result<(), String>>,
+}
+
+impl RunTasks {
+    async fn stop(&mut self) {
+        self.taints.shutdown().await;
+        self.watches.shutdown().await;
+    }
+}
+
+/// Runs `runs` (all `provider: kwok`) one after the other on one simulated cluster, healing
+/// each; creates the cluster when it does not exist and deletes it at the end unless `retain`.
 pub async fn run_all(
     runs: Vec<PlannedRun>,
     opts: SimulatedOptions,
     interrupt: super::Interrupt,
-) -> u8 {
-    use crate::cli::exit::{EXIT_EXPECTATION_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_OK};
+) -> Result<SimulatedInvocation, SimulatedError> {
     let started = Instant::now();
     let first = &runs[0];
-    let name = first
-        .cluster
-        .name
+    let name = opts
+        .cluster_name
         .clone()
+        .or_else(|| first.cluster.name.clone())
         .unwrap_or_else(|| "nodedown-sim".into());
-    if let Err(e) = std::fs::create_dir_all(&opts.out) {
-        eprintln!("error: cannot create {}: {e}", opts.out.display());
-        return EXIT_HARNESS;
-    }
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SimulatedError::Io { path, source }
+    };
+    let cluster_err = |source| SimulatedError::Cluster {
+        name: name.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&opts.out).map_err(io(&opts.out))?;
     let kind = crate::cluster::Kind::new(&name, opts.kind_bin.as_deref(), &opts.cache_dir);
     let local = crate::cluster::LocalCluster::Kind(kind.clone());
-    match kind.exists().await {
-        Ok(true) => say(
+    let created = if kind.exists().await.map_err(cluster_err)? {
+        say(
             opts.quiet,
             started,
             format!("reusing simulated cluster {name} (kind)"),
-        ),
-        Ok(false) => {
-            let config = match crate::spec::cluster_config_path(&first.file, &first.cluster) {
-                Some(p) => p,
-                None => {
-                    let p = opts.out.join("kind-simulated.yaml");
-                    if let Err(e) = std::fs::write(&p, kwok::DEFAULT_CONFIG) {
-                        eprintln!("error: {}: {e}", p.display());
-                        return EXIT_HARNESS;
-                    }
-                    p
-                }
-            };
-            let image = opts
-                .node_image
-                .clone()
-                .unwrap_or_else(|| crate::cluster::default_node_image(&opts.cache_dir));
-            say(
-                opts.quiet,
-                started,
-                format!("creating simulated cluster {name}: a kind control plane ({image})"),
-            );
-            let docker = match crate::cluster::DockerNodes::connect() {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return EXIT_HARNESS;
-                }
-            };
-            if let Err(e) = local.create(&config, &image, &docker).await {
-                eprintln!("error: cannot create the simulated cluster: {e}");
-                return EXIT_HARNESS;
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_HARNESS;
-        }
-    }
-    let (client, _) = match crate::cluster::client_for_local(&local).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_HARNESS;
-        }
-    };
-    let kubeconfig = opts.out.join("kubeconfig-simulated");
-    match local.kubeconfig().await {
-        Ok(k) => {
-            if let Err(e) = write_private(&kubeconfig, &k) {
-                eprintln!("error: {}: {e}", kubeconfig.display());
-                return EXIT_HARNESS;
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return EXIT_HARNESS;
-        }
-    }
-    let out_abs = std::fs::canonicalize(&opts.out).unwrap_or_else(|_| opts.out.clone());
-    let lock =
-        match crate::cluster::lock::acquire(&client, &out_abs, |s| say(opts.quiet, started, s))
-            .await
+        );
+        false
+    } else {
+        let config = match opts
+            .kind_config
+            .clone()
+            .or_else(|| crate::spec::cluster_config_path(&first.file, &first.cluster))
         {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_HARNESS;
+            Some(p) => p,
+            None => {
+                let p = opts.out.join("kind-simulated.yaml");
+                std::fs::write(&p, kwok::DEFAULT_CONFIG).map_err(io(&p))?;
+                p
             }
         };
+        let image = opts
+            .node_image
+            .clone()
+            .unwrap_or_else(|| crate::runner::default_node_image(&opts.cache_dir));
+        say(
+            opts.quiet,
+            started,
+            format!("creating simulated cluster {name}: a kind control plane ({image})"),
+        );
+        let docker = crate::cluster::DockerNodes::connect().map_err(cluster_err)?;
+        local
+            .create(&config, &image, &docker)
+            .await
+            .map_err(cluster_err)?;
+        true
+    };
+    let result = run_on(&runs, &opts, &name, &local, started, interrupt).await;
+    if created && !opts.retain {
+        say(
+            opts.quiet,
+            started,
+            format!(
+                "deleting simulated cluster {name} (made by this invocation; --retain keeps it)"
+            ),
+        );
+        if let Err(e) = local.delete().await {
+            let e = format!("deleting the simulated cluster {name}: {e}");
+            return match result {
+                Ok(mut inv) => {
+                    inv.errors.push(e);
+                    Ok(inv)
+                }
+                Err(first) => Err(first),
+            };
+        }
+    }
+    result
+}
+
+async fn run_on(
+    runs: &[PlannedRun],
+    opts: &SimulatedOptions,
+    name: &str,
+    local: &crate::cluster::LocalCluster,
+    started: Instant,
+    interrupt: super::Interrupt,
+) -> Result<SimulatedInvocation, SimulatedError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SimulatedError::Io { path, source }
+    };
+    let cluster_err = |source| SimulatedError::Cluster {
+        name: name.to_string(),
+        source,
+    };
+    let (client, _) = crate::cluster::client_for_local(local)
+        .await
+        .map_err(cluster_err)?;
+    let kubeconfig = opts.out.join("kubeconfig-simulated");
+    let k = local.kubeconfig().await.map_err(cluster_err)?;
+    write_private(&kubeconfig, &k).map_err(io(&kubeconfig))?;
+    // How the cluster was reached, for `nodedown cleanup`: written before anything is changed,
+    // and a hard error when it cannot be (cleanup would not find the cluster).
+    let session = crate::runner::Session {
+        provider: crate::spec::Provider::Kwok,
+        cluster: Some(name.to_string()),
+        context: None,
+        profile: None,
+        power_hooks: None,
+        node_control: None,
+        test_nodes: false,
+    };
+    let session_path = opts.out.join(crate::store::SESSION_FILE);
+    std::fs::write(
+        &session_path,
+        serde_json::to_string_pretty(&session).expect("a session serializes"),
+    )
+    .map_err(io(&session_path))?;
+    let out_abs = std::fs::canonicalize(&opts.out).unwrap_or_else(|_| opts.out.clone());
+    let lock = crate::cluster::lock::acquire(&client, &out_abs, |s| say(opts.quiet, started, s))
+        .await
+        .map_err(SimulatedError::Lock)?;
     let lost = lock.lost();
     let stopper = interrupt.clone();
     let watch_lock = tokio::spawn(async move {
@@ -202,59 +234,46 @@ pub async fn run_all(
         stopper.stop(super::Stop::LockLost(why));
     });
     let bin = kwok::kwok_bin(&opts.cache_dir);
-    let session = crate::cluster::Session {
-        provider: crate::spec::Provider::Kwok,
-        cluster: Some(name.clone()),
-        context: None,
-        profile: None,
-        power_hooks: None,
-        node_control: None,
-        test_nodes: false,
-    };
-    let _ = std::fs::write(
-        opts.out.join(crate::store::SESSION_FILE),
-        serde_json::to_string_pretty(&session).expect("a session serializes"),
-    );
     let mut kwok = match kwok::Kwok::start(&bin, &kubeconfig, &opts.out, "kwok.log").await {
         Ok(k) => k,
         Err(e) => {
-            eprintln!("error: cannot start kwok: {e}");
             watch_lock.abort();
             lock.release().await;
-            return EXIT_HARNESS;
+            return Err(SimulatedError::Kwok(e));
         }
     };
+    let kwok_version = kwok::version(&bin).await;
     say(
         opts.quiet,
         started,
         format!(
-            "kwok {} started (log {})",
+            "kwok {} ({kwok_version}) started (log {})",
             bin.display(),
             kwok.log.display()
         ),
     );
     let cp = format!("{name}-control-plane");
-    let container = crate::cluster::DockerNodes::connect()
-        .ok()
-        .map(|d| async move { d.container_id(&cp).await.ok().flatten() });
-    let container = match container {
-        Some(f) => f.await,
-        None => None,
+    let container = match crate::cluster::DockerNodes::connect() {
+        Ok(d) => d.container_id(&cp).await.ok().flatten(),
+        Err(_) => None,
     };
     let kubernetes = client
         .apiserver_version()
         .await
         .map(|v| v.git_version)
         .unwrap_or_default();
-    let mut results = Vec::new();
-    let mut code = EXIT_OK;
-    for run in &runs {
+    let mut inv = SimulatedInvocation {
+        results: Vec::new(),
+        errors: Vec::new(),
+        interrupted: false,
+    };
+    for run in runs {
         if interrupt.first().is_some() {
             break;
         }
         if !kwok.alive() {
-            eprintln!("error: kwok exited; its log: {}", kwok.log.display());
-            code = EXIT_HARNESS;
+            inv.errors
+                .push(format!("kwok exited; its log: {}", kwok.log.display()));
             break;
         }
         let ctx = RunContext {
@@ -263,22 +282,26 @@ pub async fn run_all(
             quiet: opts.quiet,
             started,
             kubernetes: kubernetes.clone(),
-            cluster: name.clone(),
+            cluster: name.to_string(),
             container: container.clone(),
             kwok_pid: kwok.pid(),
             kwok_started: kwok.started,
+            kwok_version: kwok_version.clone(),
         };
-        let r = tokio::select! {
-            r = run_one(run, &ctx) => r,
-            stop = interrupt.wait() => Err(format!("interrupted: {stop:?}")),
+        let mut tasks = RunTasks::default();
+        let outcome = tokio::select! {
+            r = run_one(run, &ctx, &mut tasks) => r,
+            stop = interrupt.wait() => Err(RunFailure::bare(format!("interrupted: {stop}"))),
         };
-        // Healed on every path: the journal says what the run changed.
+        // Nothing of the run's may act after this point: then heal what the journal says.
+        tasks.stop().await;
+        let mut heal_errors = Vec::new();
         let healer = super::heal::Healer {
             client: client.clone(),
             controls: vec![Arc::new(KwokNodeControl::new(client.clone())) as Arc<dyn NodeControl>],
-            node_timeout: Duration::from_secs(180),
+            node_timeout: run.timeouts.heal,
         };
-        let journal_path = ctx.out.join("journal.jsonl");
+        let journal_path = ctx.out.join(crate::store::JOURNAL_FILE);
         if journal_path.exists() {
             say(
                 opts.quiet,
@@ -291,69 +314,49 @@ pub async fn run_all(
             match Journal::open(&journal_path) {
                 Ok(j) => {
                     let (_, errors) = healer.heal_all(&j, None).await;
-                    for e in &errors {
-                        eprintln!("error: heal: {e}");
-                    }
-                    if !errors.is_empty() {
-                        code = EXIT_HARNESS;
-                    }
+                    heal_errors.extend(errors.iter().map(|e| e.to_string()));
                 }
-                Err(e) => {
-                    eprintln!("error: {}: {e}", journal_path.display());
-                    code = EXIT_HARNESS;
-                }
+                Err(e) => heal_errors.push(format!("{}: {e}", journal_path.display())),
             }
         }
-        match r {
-            Ok(result) => {
-                say(
-                    opts.quiet,
-                    started,
-                    format!("{}: {}", run.id, result.verdict),
-                );
-                if result.verdict == "fail" && code == EXIT_OK {
-                    code = EXIT_EXPECTATION_FAILED;
-                }
-                if result.verdict == "unknown" {
-                    code = EXIT_HARNESS;
-                }
-                results.push(result);
+        let result = match outcome {
+            Ok(result) if heal_errors.is_empty() => result,
+            Ok(mut result) => {
+                // The figures stand; the run did not complete: its heal failed.
+                result.error = Some(format!("healing failed: {}", heal_errors.join("; ")));
+                crate::report::simulated::recompute(&result)
             }
-            Err(e) => {
-                eprintln!("error: {}: {e}", run.id);
-                if interrupt.first().is_some() {
-                    code = EXIT_INTERRUPTED;
-                } else {
-                    code = EXIT_HARNESS;
+            Err(failure) => {
+                let mut error = failure.error;
+                if !heal_errors.is_empty() {
+                    error.push_str(&format!("; healing failed: {}", heal_errors.join("; ")));
                 }
+                ctx.finish(run, failure.observations, failure.partial, Some(error))
             }
+        };
+        match &result.error {
+            Some(e) => eprintln!("error: {}: {e}", run.id),
+            None => say(
+                opts.quiet,
+                started,
+                format!("{}: {}", run.id, result.verdict.as_str()),
+            ),
         }
+        if let Err(e) = ctx.write(&result) {
+            inv.errors.push(e);
+        }
+        inv.results.push(result);
     }
-    if interrupt.first().is_some() && code != EXIT_HARNESS {
-        code = EXIT_INTERRUPTED;
-    }
-    let md = curve_markdown(&results);
-    let _ = std::fs::write(opts.out.join("curve.md"), &md);
-    let _ = std::fs::write(
-        opts.out.join("curve.json"),
-        serde_json::to_string_pretty(&results).expect("results serialize"),
-    );
-    let _ = std::fs::write(opts.out.join("curve.junit.xml"), curve_junit(&results));
-    if !opts.quiet {
-        println!("{md}");
-    }
+    inv.interrupted = interrupt.first().is_some();
     // The runs' namespaces finish terminating while kwok still answers for the nodes their
     // pods were on; the invocation ends with the cluster as it found it.
     if let Err(e) = crate::runner::wait_namespaces_gone(&client).await {
-        eprintln!("error: {e}");
-        if code == EXIT_OK {
-            code = EXIT_HARNESS;
-        }
+        inv.errors.push(e.to_string());
     }
     drop(kwok);
     watch_lock.abort();
     lock.release().await;
-    code
+    Ok(inv)
 }
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
@@ -378,6 +381,114 @@ struct RunContext {
     container: Option<String>,
     kwok_pid: Option<u32>,
     kwok_started: SystemTime,
+    kwok_version: String,
+}
+
+/// What a run had gathered when it could not go on.
+struct RunFailure {
+    error: String,
+    observations: ScaleObservations,
+    partial: Partial,
+}
+
+impl RunFailure {
+    fn bare(error: String) -> RunFailure {
+        RunFailure {
+            error,
+            observations: ScaleObservations::default(),
+            partial: Partial::default(),
+        }
+    }
+}
+
+impl From<String> for RunFailure {
+    fn from(error: String) -> RunFailure {
+        RunFailure::bare(error)
+    }
+}
+
+/// The figures of a run besides its observations, as far as it got.
+#[derive(Default)]
+struct Partial {
+    nodes: usize,
+    lost_nodes: Option<usize>,
+    t0: Option<SystemTime>,
+    cost: Vec<crate::timeline::scale::Usage>,
+    events_seen: u64,
+}
+
+impl RunContext {
+    /// The run's result from what it observed: milestones, taint reaction and the verdict of
+    /// [`crate::verdict::simulated`] (`error`: why it could not complete).
+    fn finish(
+        &self,
+        run: &PlannedRun,
+        observations: ScaleObservations,
+        partial: Partial,
+        error: Option<String>,
+    ) -> SimulatedResult {
+        let tainted = matches!(run.remediation, RemediationSpec::OutOfServiceTaint { .. });
+        let planned_lost = if run.fault.target.nodes.is_empty() {
+            run.fault.target.count.unwrap_or(1) as usize
+        } else {
+            run.fault.target.nodes.len()
+        };
+        let recorded = SimulatedResult {
+            tool: format!("nodedown {}", env!("CARGO_PKG_VERSION")),
+            run: run.id.clone(),
+            experiment: run.experiment.clone(),
+            variant: run.variant.clone(),
+            repetition: run.repetition,
+            environment: SimulatedEnvironment {
+                simulated: true,
+                kubernetes: self.kubernetes.clone(),
+                nodes: partial.nodes,
+                kwok: self.kwok_version.clone(),
+                kwok_lease_seconds: kwok::LEASE_SECONDS,
+                cluster: self.cluster.clone(),
+            },
+            lost_nodes: partial.lost_nodes.unwrap_or(planned_lost),
+            instances: if observations.instances.is_empty() {
+                run.workload.instances as usize
+            } else {
+                observations.instances.len()
+            },
+            remediation: if tainted {
+                "out-of-service-taint"
+            } else {
+                "none"
+            }
+            .into(),
+            verdict: crate::verdict::Verdict::Unknown,
+            expectations: vec![],
+            error,
+            time_zero: partial
+                .t0
+                .map(|t0| humantime::format_rfc3339_millis(t0).to_string()),
+            milestones: vec![],
+            taint_reaction: None,
+            cost: partial.cost,
+            events_seen: partial.events_seen,
+            observations,
+            spec: Some(run.clone()),
+        };
+        // Figures and verdict by the one rule `nodedown report` applies to the directory.
+        crate::report::simulated::recompute(&recorded)
+    }
+
+    /// Writes the run's results.json and summary.md.
+    fn write(&self, result: &SimulatedResult) -> Result<(), String> {
+        std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
+        let put = |name: &str, text: String| {
+            let p = self.out.join(name);
+            std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+        };
+        put(
+            crate::store::RESULTS_FILE,
+            serde_json::to_string_pretty(result).expect("a result serializes"),
+        )?;
+        put("summary.md", crate::report::simulated::run_markdown(result))
+    }
 }
 
 /// The namespace of a simulated run: its id as a DNS label.
@@ -454,6 +565,9 @@ struct Live {
     events: u64,
     /// Nodes seen NotReady, for the taint reaction (taken by the remediation loop).
     newly_not_ready: Vec<String>,
+    /// Wakes the remediation loop as soon as a node is seen NotReady: the taint reaction is one
+    /// watch delivery and one write, not a polling period.
+    not_ready_seen: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Default, Clone)]
@@ -488,6 +602,7 @@ impl Live {
         if seen.not_ready.is_none() && !crate::observe::node_is_ready(n) {
             seen.not_ready = Some(now);
             self.newly_not_ready.push(name.to_string());
+            self.not_ready_seen.notify_one();
         }
         let unreachable = n
             .spec
@@ -585,7 +700,11 @@ impl Live {
     }
 }
 
-async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, String> {
+async fn run_one(
+    run: &PlannedRun,
+    ctx: &RunContext,
+    tasks: &mut RunTasks,
+) -> Result<SimulatedResult, RunFailure> {
     let say = |m: String| say(ctx.quiet, ctx.started, format!("{} {m}", run.id));
     std::fs::create_dir_all(&ctx.out).map_err(|e| format!("{}: {e}", ctx.out.display()))?;
     let journal = Journal::open(&ctx.out.join("journal.jsonl")).map_err(|e| e.to_string())?;
@@ -764,7 +883,7 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
         by_volume,
         ..Default::default()
     }));
-    let watches = spawn_watches(client.clone(), ns.clone(), live.clone());
+    spawn_watches(&mut tasks.watches, client.clone(), ns.clone(), live.clone());
 
     // Cost: sampled from the fault to the end of the recovery.
     let cp_comms = [
@@ -787,15 +906,25 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
 
     // The fault: each node's heal journaled before it is applied, then all at once.
     let control = KwokNodeControl::new(client.clone());
-    for node in &lost {
-        journal
-            .record(Undo::HealFault {
-                backend: crate::faults::Backend::Kwok,
-                fault: FaultKind::NodeShutdown,
-                node: node.clone(),
-            })
-            .map_err(|e| e.to_string())?;
+    // With the out-of-service taint, its removal is journaled here too, before the fault (a
+    // taint never applied is removed as a no-op): the reaction to a node seen NotReady is then
+    // the write alone, with no journal sync in its path.
+    let tainting = matches!(run.remediation, RemediationSpec::OutOfServiceTaint { .. });
+    let mut undos: Vec<Undo> = lost
+        .iter()
+        .map(|node| Undo::HealFault {
+            backend: crate::vocab::Backend::Kwok,
+            fault: FaultKind::NodeShutdown,
+            node: node.clone(),
+        })
+        .collect();
+    if tainting {
+        undos.extend(lost.iter().map(|node| Undo::RemoveTaint {
+            node: node.clone(),
+            key: remediation::OUT_OF_SERVICE_KEY.into(),
+        }));
     }
+    journal.record_all(undos).map_err(|e| e.to_string())?;
     say(format!(
         "inject: node-shutdown (kwok) on {} node(s)",
         lost.len()
@@ -829,8 +958,8 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
         _ => None,
     };
     let nodes_api: Api<Node> = Api::all(client.clone());
+    let not_ready_seen = live.lock().unwrap().not_ready_seen.clone();
     let deadline = Instant::now() + run.timeouts.recovery;
-    let mut taints = Vec::new();
     let mut peak: HashMap<String, u64> = HashMap::new();
     let mut last_sample = Instant::now();
     say(
@@ -842,16 +971,11 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
             (std::mem::take(&mut l.newly_not_ready), l.all_back())
         };
         if let Some(after) = taint_after {
+            // Each taint's undo was journaled before the fault: nothing but the write is left.
             for node in ready_nodes {
-                journal
-                    .record(Undo::RemoveTaint {
-                        node: node.clone(),
-                        key: remediation::OUT_OF_SERVICE_KEY.into(),
-                    })
-                    .map_err(|e| e.to_string())?;
                 let nodes_api = nodes_api.clone();
                 let live = live.clone();
-                taints.push(tokio::spawn(async move {
+                tasks.taints.spawn(async move {
                     tokio::time::sleep(after).await;
                     let r = remediation::add_out_of_service_taint(&nodes_api, &node).await;
                     if r.is_ok() {
@@ -860,7 +984,7 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
                         }
                     }
                     r.map(|_| ()).map_err(|e| format!("taint {node}: {e}"))
-                }));
+                });
             }
         }
         if back || Instant::now() >= deadline {
@@ -873,7 +997,10 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
             }
             last_sample = Instant::now();
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::select! {
+            _ = not_ready_seen.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
     }
     let seconds = stretch.elapsed().as_secs_f64();
     let after_cp = sample(&ctx.container);
@@ -897,8 +1024,8 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
         seconds,
     ));
     let mut harness_errors = Vec::new();
-    for t in taints {
-        match t.await {
+    while let Some(t) = tasks.taints.join_next().await {
+        match t {
             Ok(Ok(())) => {}
             Ok(Err(e)) => harness_errors.push(e),
             Err(e) => harness_errors.push(e.to_string()),
@@ -906,83 +1033,20 @@ async fn run_one(run: &PlannedRun, ctx: &RunContext) -> Result<SimulatedResult, 
     }
     // Let the watches drain what has already happened.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    watches.abort();
+    tasks.watches.shutdown().await;
     let (observations, events_seen) = {
         let l = live.lock().unwrap();
         (l.observations(t0), l.events - events_before)
     };
-    let tainted = taint_after.is_some();
-    let milestones = observations.figures(tainted);
-    let recovered = observations.recovered();
-    let mut reasons = Vec::new();
-    let mut verdict = "pass";
-    if let Some(want) = run.expect.recovered {
-        if want != recovered {
-            verdict = "fail";
-            reasons.push(format!(
-                "expected recovered: {want}, but every replacement back: {recovered}"
-            ));
-        }
-    }
-    if let Some(bound) = &run.expect.time_to_ready {
-        let all = milestones
-            .iter()
-            .find(|m| m.milestone == crate::timeline::scale::Milestone::ReplacementReady)
-            .and_then(MilestoneFigure::all_ms);
-        match all {
-            Some(ms) if Duration::from_millis(ms) <= bound.max => {}
-            Some(ms) => {
-                verdict = "fail";
-                reasons.push(format!(
-                    "time until every replacement was ready {} > {}",
-                    crate::units::fmt_duration(Duration::from_millis(ms)),
-                    crate::units::fmt_duration(bound.max)
-                ));
-            }
-            None => {
-                verdict = "fail";
-                reasons.push("not every replacement became ready".into());
-            }
-        }
-    }
-    if !harness_errors.is_empty() {
-        verdict = "unknown";
-        reasons.extend(harness_errors);
-    }
-    let result = SimulatedResult {
-        tool: format!("nodedown {}", env!("CARGO_PKG_VERSION")),
-        run: run.id.clone(),
-        experiment: run.experiment.clone(),
-        variant: run.variant.clone(),
-        repetition: run.repetition,
-        environment: SimulatedEnvironment {
-            simulated: true,
-            kubernetes: ctx.kubernetes.clone(),
-            nodes: names.len(),
-            kwok: "v0.8.0".into(),
-            kwok_lease_seconds: kwok::LEASE_SECONDS,
-            cluster: ctx.cluster.clone(),
-        },
-        lost_nodes: lost.len(),
-        instances: observations.instances.len(),
-        remediation: if tainted {
-            "out-of-service-taint"
-        } else {
-            "none"
-        }
-        .into(),
-        verdict: verdict.into(),
-        reasons,
-        time_zero: humantime::format_rfc3339_millis(t0).to_string(),
-        milestones,
-        taint_reaction: observations.taint_reaction(),
+    let partial = Partial {
+        nodes: names.len(),
+        lost_nodes: Some(lost.len()),
+        t0: Some(t0),
         cost,
         events_seen,
-        observations,
     };
-    let json = serde_json::to_string_pretty(&result).expect("a result serializes");
-    std::fs::write(ctx.out.join("results.json"), json).map_err(|e| e.to_string())?;
-    std::fs::write(ctx.out.join("summary.md"), run_markdown(&result)).map_err(|e| e.to_string())?;
+    let error = (!harness_errors.is_empty()).then(|| harness_errors.join("; "));
+    let result = ctx.finish(run, observations, partial, error);
     Ok(result)
 }
 
@@ -1162,11 +1226,12 @@ async fn wait_steady(
 
 /// The three watches of a run, feeding `live` with the instant each event was seen.
 fn spawn_watches(
+    set: &mut tokio::task::JoinSet<()>,
     client: Client,
     ns: String,
     live: Arc<Mutex<Live>>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+) {
+    set.spawn(async move {
         let nodes: Api<Node> = Api::all(client.clone());
         let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
         let vas: Api<VolumeAttachment> = Api::all(client.clone());
@@ -1214,269 +1279,13 @@ fn spawn_watches(
             futures::future::ready(())
         });
         futures::join!(w1, w2, w3);
-    })
-}
-
-fn secs(ms: Option<u64>) -> String {
-    ms.map(|m| format!("{:.1}s", m as f64 / 1000.0))
-        .unwrap_or_else(|| "—".into())
-}
-
-/// One run's summary page.
-pub fn run_markdown(r: &SimulatedResult) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(out, "> **{BANNER}**\n");
-    let _ = writeln!(
-        out,
-        "## {}: {} node(s) lost at once under {} instance(s), remediation {} — {}\n",
-        r.run, r.lost_nodes, r.instances, r.remediation, r.verdict
-    );
-    let _ = writeln!(
-        out,
-        "{} simulated nodes (kwok {}, Lease {} s) · Kubernetes {} · time zero {}\n",
-        r.environment.nodes,
-        r.environment.kwok,
-        r.environment.kwok_lease_seconds,
-        r.environment.kubernetes,
-        r.time_zero
-    );
-    for why in &r.reasons {
-        let _ = writeln!(out, "- {why}");
-    }
-    if !r.reasons.is_empty() {
-        out.push('\n');
-    }
-    let _ = writeln!(
-        out,
-        "| milestone | reached | p50 | all (max) |\n|---|--:|--:|--:|"
-    );
-    for m in &r.milestones {
-        let _ = writeln!(
-            out,
-            "| {} | {}/{} | {} | {} |",
-            m.milestone.as_str(),
-            m.reached,
-            m.of,
-            secs(m.p50_ms),
-            secs(m.max_ms)
-        );
-    }
-    if let Some(t) = &r.taint_reaction {
-        let _ = writeln!(
-            out,
-            "\nnodedown's taint reaction (NotReady seen → taint applied), {} node(s): p50 {} · p99 {} · max {}",
-            t.count,
-            secs(Some(t.p50_ms)),
-            secs(Some(t.p99_ms)),
-            secs(Some(t.max_ms))
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\n| process | cores (avg) | CPU s | peak RSS MiB |\n|---|--:|--:|--:|"
-    );
-    for c in &r.cost {
-        let _ = writeln!(
-            out,
-            "| {} | {:.2} | {:.1} | {:.0} |",
-            c.name, c.cores, c.cpu_seconds, c.max_rss_mib
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nwatch events processed by nodedown: {}",
-        r.events_seen
-    );
-    out
-}
-
-/// The curve over an invocation's runs: one row per run.
-pub fn curve_markdown(results: &[SimulatedResult]) -> String {
-    use crate::timeline::scale::Milestone as M;
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(out, "> **{BANNER}**\n");
-    let _ = writeln!(
-        out,
-        "| run | nodes lost | pods | remediation | all NotReady | all unreachable-tainted | all out-of-service-tainted | all pods deleted (p50 / all) | all volumes detached (p50 / all) | all replacements ready (p50 / all) | taint reaction p50 / p99 | API server cores / peak MiB | etcd cores / peak MiB | nodedown CPU s / peak MiB | events | verdict |"
-    );
-    let _ = writeln!(
-        out,
-        "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
-    );
-    for r in results {
-        let fig = |m: M| r.milestones.iter().find(|f| f.milestone == m);
-        let all = |m: M| match fig(m) {
-            Some(f) if f.all_ms().is_some() => secs(f.all_ms()),
-            Some(f) => format!("{}/{} only", f.reached, f.of),
-            None => "—".into(),
-        };
-        let both = |m: M| match fig(m) {
-            Some(f) => format!("{} / {}", secs(f.p50_ms), all(m)),
-            None => "—".into(),
-        };
-        let cores = |name: &str| {
-            r.cost
-                .iter()
-                .find(|c| c.name == name)
-                .map(|c| format!("{:.2} / {:.0}", c.cores, c.max_rss_mib))
-                .unwrap_or_else(|| "—".into())
-        };
-        let me = r
-            .cost
-            .iter()
-            .find(|c| c.name == "nodedown")
-            .map(|c| format!("{:.1} / {:.0}", c.cpu_seconds, c.max_rss_mib))
-            .unwrap_or_else(|| "—".into());
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.run,
-            r.lost_nodes,
-            r.instances,
-            r.remediation,
-            all(M::NotReady),
-            all(M::UnreachableTaint),
-            all(M::OutOfServiceTaint),
-            both(M::PodDeleted),
-            both(M::VolumeDetached),
-            both(M::ReplacementReady),
-            r.taint_reaction
-                .as_ref()
-                .map(|t| format!("{} / {}", secs(Some(t.p50_ms)), secs(Some(t.p99_ms))))
-                .unwrap_or_else(|| "—".into()),
-            cores("kube-apiserver"),
-            cores("etcd"),
-            me,
-            r.events_seen,
-            r.verdict
-        );
-    }
-    out
-}
-
-/// The runs as JUnit XML: a test suite per experiment, a test case per run (a failure when its
-/// expectation failed, an error when unknown), its milestones, taint reaction and costs as
-/// properties; the banner is the suite's first property, so a CI page says it was simulated.
-pub fn curve_junit(results: &[SimulatedResult]) -> String {
-    use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
-    let mut report = quick_junit::Report::new("nodedown simulated");
-    let mut suites: Vec<TestSuite> = Vec::new();
-    for r in results {
-        let i = match suites.iter().position(|s| s.name.as_str() == r.experiment) {
-            Some(i) => i,
-            None => {
-                let mut s = TestSuite::new(r.experiment.as_str());
-                s.add_property(Property::new("simulated", BANNER));
-                suites.push(s);
-                suites.len() - 1
-            }
-        };
-        let status = match r.verdict.as_str() {
-            "pass" => TestCaseStatus::success(),
-            v => {
-                let mut s = TestCaseStatus::non_success(if v == "fail" {
-                    NonSuccessKind::Failure
-                } else {
-                    NonSuccessKind::Error
-                });
-                s.set_message(r.reasons.join("; "));
-                s
-            }
-        };
-        let mut case = TestCase::new(r.run.as_str(), status);
-        case.set_classname(format!("simulated.{}", r.experiment));
-        let mut props = vec![
-            ("lost-nodes".to_string(), r.lost_nodes.to_string()),
-            ("instances".to_string(), r.instances.to_string()),
-            ("remediation".to_string(), r.remediation.clone()),
-            ("events".to_string(), r.events_seen.to_string()),
-        ];
-        for f in &r.milestones {
-            let m = f.milestone.as_str();
-            props.push((format!("{m}.reached"), format!("{}/{}", f.reached, f.of)));
-            if let Some(v) = f.p50_ms {
-                props.push((format!("{m}.p50"), v.to_string()));
-            }
-            if let Some(v) = f.all_ms() {
-                props.push((format!("{m}.all"), v.to_string()));
-            }
-        }
-        if let Some(t) = &r.taint_reaction {
-            props.push(("taint-reaction.p50".into(), t.p50_ms.to_string()));
-            props.push(("taint-reaction.p99".into(), t.p99_ms.to_string()));
-        }
-        for c in &r.cost {
-            props.push((format!("cost.{}.cores", c.name), format!("{:.3}", c.cores)));
-            props.push((
-                format!("cost.{}.peak-mib", c.name),
-                format!("{:.0}", c.max_rss_mib),
-            ));
-        }
-        case.add_properties(props.into_iter().map(|(n, v)| Property::new(n, v)));
-        suites[i].add_test_case(case);
-    }
-    report.add_test_suites(suites);
-    let mut xml = report.to_string().expect("JUnit XML serializes");
-    if !xml.ends_with('\n') {
-        xml.push('\n');
-    }
-    xml
-}
-
-/// The simulated runs below `dir` (an invocation's `--out`, or one run's directory): its
-/// curve.json when there is one, else every results.json of a simulated run (at most five
-/// levels down), in the order of their time zero. Empty when `dir` holds no simulated run.
-pub fn load_results(dir: &Path) -> Result<Vec<SimulatedResult>, String> {
-    let curve = dir.join("curve.json");
-    if curve.is_file() {
-        let text =
-            std::fs::read_to_string(&curve).map_err(|e| format!("{}: {e}", curve.display()))?;
-        return serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a simulated curve: {e}", curve.display()));
-    }
-    fn walk(dir: &Path, depth: u8, out: &mut Vec<SimulatedResult>) -> Result<(), String> {
-        let file = dir.join("results.json");
-        if file.is_file() {
-            let text =
-                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-            let v: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
-            if v["environment"]["simulated"] == true {
-                out.push(
-                    serde_json::from_value(v)
-                        .map_err(|e| format!("{}: not a simulated run: {e}", file.display()))?,
-                );
-            }
-        }
-        if depth == 0 {
-            return Ok(());
-        }
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Ok(());
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
-        dirs.sort();
-        for d in dirs {
-            walk(&d, depth - 1, out)?;
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    walk(dir, 5, &mut out)?;
-    out.sort_by(|a, b| a.time_zero.cmp(&b.time_zero));
-    Ok(out)
+    });
 }
 
 /// Starts kwok for `nodedown cleanup` of a simulated run: the nodes it heals come back only
 /// while kwok renews their Leases.
 pub async fn start_kwok_for(
-    env: &crate::cluster::Env,
+    env: &crate::runner::Env,
     dir: &Path,
     cache_dir: &Path,
 ) -> Result<kwok::Kwok, String> {

@@ -48,12 +48,12 @@ pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> 
                 "write e.g. `instances: 100` (spread over the faulted nodes)",
             ));
         }
-        if w.storage_class != crate::workload::ATTACH_CLASS {
+        if w.storage_class != crate::vocab::ATTACH_CLASS {
             return Err(fail(
                 &at("workload.storageClass"),
                 format!(
                     "the simulated cluster has one storage class, `{}` (the attaching reference driver, with the real external-attacher); `{}` is not there",
-                    crate::workload::ATTACH_CLASS,
+                    crate::vocab::ATTACH_CLASS,
                     w.storage_class
                 ),
                 "write `storageClass: nodedown-attach`",
@@ -114,6 +114,14 @@ pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> 
                 ));
             }
         }
+        if v.expect.phases.is_some() {
+            return Err(fail(
+                &at("expect.phases"),
+                "a simulated run is measured by its curve's milestones, not by a real run's phases: `phases` would never be checked"
+                    .into(),
+                "remove `phases`; expect `recovered`, `timeToRunning` or `timeToReady` (each for every instance)",
+            ));
+        }
         if v.expect.integrity.is_some() || v.expect.write_outage.is_some() {
             return Err(fail(
                 &at("expect"),
@@ -159,6 +167,12 @@ mod tests {
                 "{recovered: true, integrity: pass}",
                 "expect",
                 "no data path",
+            ),
+            (
+                "{recovered: true}",
+                "{recovered: true, phases: {seen: [volume-detached]}}",
+                "expect.phases",
+                "never be checked",
             ),
             (
                 "{count: 2}",

@@ -216,6 +216,17 @@ impl ScaleObservations {
     }
 }
 
+/// What a process used over a stretch of time: average cores and peak memory seen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub name: String,
+    /// CPU seconds over the stretch divided by its wall seconds.
+    pub cores: f64,
+    pub cpu_seconds: f64,
+    pub max_rss_mib: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

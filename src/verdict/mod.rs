@@ -15,6 +15,7 @@ use std::time::Duration;
 pub use crate::outcome::Verdict;
 
 mod integrity;
+pub mod simulated;
 pub use integrity::{evaluate_integrity, integrity_verdict};
 
 /// One expectation of a run, checked.

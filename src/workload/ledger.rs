@@ -15,7 +15,6 @@
 //! evidence. Corrupt records before the last valid one are left in place for the checker.
 
 use crate::integrity::record::{self, Incarnation, IncarnationKey, Record, RECORD_LEN};
-use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -32,16 +31,7 @@ const TORN_TAIL_KEPT: u64 = 64 * 1024;
 /// Distinct incarnations the start-up scan lists (all are counted).
 const MAX_LISTED_INCARNATIONS: usize = 32;
 
-/// The path of the status endpoint.
-pub fn status_url_path() -> &'static str {
-    "/status"
-}
-
-/// The path of the endpoint that serves the ledger file itself (a snapshot of its length at the
-/// request), so the harness can collect it through the API server on any storage.
-pub fn ledger_url_path() -> &'static str {
-    "/ledger"
-}
+pub use crate::integrity::wire::{ledger_url_path, status_url_path, Status};
 
 pub fn ledger_path(dir: &Path) -> PathBuf {
     dir.join(LEDGER_FILE)
@@ -80,24 +70,6 @@ impl LedgerOptions {
             node_name,
         }
     }
-}
-
-/// What `GET /status` answers; the harness deserializes it.
-///
-/// `lastDurableSeq` is the highest seq *this incarnation* has written and fdatasync'ed; 0 until
-/// its first record is durable (records found at start belong to earlier incarnations and are
-/// reported in `lastSeqAtStart`). The harness records an ack only for values ≥ 1.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Status {
-    pub incarnation: Incarnation,
-    pub last_durable_seq: u64,
-    /// Valid records in the ledger when this incarnation started.
-    pub records_at_start: u64,
-    /// The highest seq among them (this incarnation's first seq is one more).
-    pub last_seq_at_start: u64,
-    /// A torn tail was cut off at start.
-    pub torn_tail_truncated: bool,
 }
 
 /// What the start-up scan found.

@@ -16,29 +16,10 @@ use kube::{Api, Client};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
-/// The storage class of testenv's shared host directory; nodedown creates its PersistentVolumes.
-pub const SHARED_CLASS: &str = "nodedown-shared";
-/// Where every testenv node mounts the shared host directory.
-pub const SHARED_NODE_PATH: &str = "/mnt/nodedown-shared";
-/// testenv's node-local storage class: nodedown makes one PersistentVolume per worker node,
-/// pinned to it; the data stays on that node (no failover possible without it).
-pub const LOCAL_CLASS: &str = "nodedown-local";
-/// Where a node-local volume lives inside its node.
-pub const LOCAL_NODE_PATH: &str = "/var/lib/nodedown-local";
-/// testenv's storage that attaches (its CSI driver, `testenv/csi`, with the real
-/// external-attacher): volumes in the shared directory, attached to one node at a time through
-/// VolumeAttachments. nodedown makes the PersistentVolumes (no provisioner runs).
-pub const ATTACH_CLASS: &str = "nodedown-attach";
-/// The CSI driver behind [`ATTACH_CLASS`].
-pub const ATTACH_DRIVER: &str = "csi.nodedown.dev";
-/// Where that driver keeps a volume, under the shared directory: `csi/volumes/<handle>`.
-pub const ATTACH_VOLUMES_DIR: &str = "csi/volumes";
-/// The host directory behind it on the testenv machine (the default of `--shared-dir`).
-pub const DEFAULT_SHARED_DIR: &str = "/var/lib/nodedown/shared";
-/// Label on everything nodedown creates, with the run id as value.
-pub const RUN_LABEL: &str = "nodedown.dev/run";
-/// Label on a StatefulSet's pods naming its instance (the StatefulSet): with `app`, its selector.
-pub const INSTANCE_LABEL: &str = "nodedown.dev/instance";
+pub use crate::vocab::{
+    ATTACH_CLASS, ATTACH_DRIVER, ATTACH_VOLUMES_DIR, DEFAULT_SHARED_DIR, INSTANCE_LABEL,
+    LOCAL_CLASS, LOCAL_NODE_PATH, RUN_LABEL, SHARED_CLASS, SHARED_NODE_PATH,
+};
 
 pub fn app_name(kind: WorkloadKind) -> &'static str {
     crate::spec::statefulset_name(kind)
@@ -264,7 +245,7 @@ impl Workload {
                 .map_err(|e| format!("list nodes: {e}"))?;
             let pvs: Api<PersistentVolume> = Api::all(client.clone());
             for node in nodes.items.iter().filter(|n| {
-                !crate::remediation::is_control_plane(n)
+                !crate::observe::is_control_plane(n)
                     && (self.nodes.is_empty()
                         || n.metadata
                             .name

@@ -3,7 +3,7 @@
 //! backends it can use, and a way to provide the workload image. This is where kind, k3d and
 //! Docker are known; the runner sees only [`Env`].
 
-use super::{
+use crate::cluster::{
     client_for_context, client_for_local, k3d, ClusterError, DockerNodes, K3d, Kind, LocalCluster,
     NodeFlavor,
 };

@@ -1,0 +1,413 @@
+//! The report of simulated runs (provider kwok; pure): one run's `results.json` model, its
+//! summary page, and the curve over an invocation's runs as Markdown and JUnit. Its figures are
+//! [`crate::timeline::scale`]'s, its verdicts [`crate::verdict::simulated`]'s.
+
+use crate::timeline::scale::{MilestoneFigure, Reaction, ScaleObservations, Usage};
+use crate::verdict::{ExpectationResult, Verdict};
+use serde::{Deserialize, Serialize};
+
+/// The banner every report of a simulated run carries.
+pub const BANNER: &str = "SIMULATED: kwok's nodes and pods against a real control plane (API server, etcd, controller-manager, scheduler, external-attacher). Control-plane timings only: no kubelet, no container, no data path, no integrity verdict.";
+
+/// The result of one simulated run (`results.json` in its directory).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimulatedResult {
+    pub tool: String,
+    pub run: String,
+    pub experiment: String,
+    pub variant: String,
+    pub repetition: u32,
+    pub environment: SimulatedEnvironment,
+    /// The curve's coordinates: nodes lost at once and the instances (pods with an attaching
+    /// volume) placed on them.
+    pub lost_nodes: usize,
+    pub instances: usize,
+    pub remediation: String,
+    /// The run's verdict from its expectations ([`crate::verdict::simulated`]): `fail` when one
+    /// failed; `unknown` when one could not be decided, when the run has none, or when the run
+    /// ended with an error; else `pass`.
+    pub verdict: Verdict,
+    /// Each expectation of the run, checked (empty: the experiment asked for none).
+    #[serde(default)]
+    pub expectations: Vec<ExpectationResult>,
+    /// Why the harness could not complete the run (its figures are what it saw until then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// UTC time zero (the fault applied to the first lost node), RFC 3339; absent when the run
+    /// ended before its fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zero: Option<String>,
+    pub milestones: Vec<MilestoneFigure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taint_reaction: Option<Reaction>,
+    /// Control-plane processes, kwok and nodedown from the fault to the end of the recovery.
+    pub cost: Vec<Usage>,
+    /// Watch events nodedown processed during that stretch (nodes, pods, VolumeAttachments).
+    pub events_seen: u64,
+    pub observations: ScaleObservations,
+    /// The run as planned (the experiment's variant, resolved): with it, `nodedown report`
+    /// recomputes the milestones and the verdict from the observations ([`recompute`]).
+    /// Absent in results written before nodedown recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<crate::plan::PlannedRun>,
+}
+
+/// The figures and the verdict of a run recomputed from what it observed and its spec — the
+/// one rule the runner applies too; a result without its spec is returned as it was recorded.
+pub fn recompute(r: &SimulatedResult) -> SimulatedResult {
+    let mut out = r.clone();
+    let Some(run) = &r.spec else {
+        return out;
+    };
+    let tainted = matches!(
+        run.remediation,
+        crate::spec::RemediationSpec::OutOfServiceTaint { .. }
+    );
+    out.milestones = r.observations.figures(tainted);
+    out.taint_reaction = r.observations.taint_reaction();
+    let (expectations, verdict) =
+        crate::verdict::simulated::evaluate(run, &r.observations, r.error.as_deref());
+    out.expectations = expectations;
+    out.verdict = verdict;
+    out
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimulatedEnvironment {
+    /// Always true: every figure of this run is from simulated nodes.
+    pub simulated: bool,
+    pub kubernetes: String,
+    /// Simulated nodes in the cluster during the run.
+    pub nodes: usize,
+    pub kwok: String,
+    pub kwok_lease_seconds: u32,
+    pub cluster: String,
+}
+
+/// A duration in the one human format ([`crate::units::fmt_ms`]); "—" when not observed.
+fn secs(ms: Option<u64>) -> String {
+    ms.map(crate::units::fmt_ms).unwrap_or_else(|| "—".into())
+}
+
+/// One run's summary page.
+pub fn run_markdown(r: &SimulatedResult) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "> **{BANNER}**\n");
+    let _ = writeln!(
+        out,
+        "## {}: {} node(s) lost at once under {} instance(s), remediation {} — {}\n",
+        r.run,
+        r.lost_nodes,
+        r.instances,
+        r.remediation,
+        r.verdict.as_str()
+    );
+    let _ = writeln!(
+        out,
+        "{} simulated nodes (kwok {}, Lease {} s) · Kubernetes {} · time zero {}\n",
+        r.environment.nodes,
+        r.environment.kwok,
+        r.environment.kwok_lease_seconds,
+        r.environment.kubernetes,
+        r.time_zero.as_deref().unwrap_or("— (no fault applied)")
+    );
+    if let Some(e) = &r.error {
+        let _ = writeln!(out, "**error:** {e}\n");
+    }
+    if r.expectations.is_empty() {
+        let _ = writeln!(
+            out,
+            "no expectations: nothing was checked (verdict unknown)\n"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "| expectation | expected | actual | verdict |\n|---|---|---|---|"
+        );
+        for x in &r.expectations {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} |",
+                x.name,
+                x.expected,
+                x.actual,
+                x.verdict.as_str()
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "| milestone | reached | p50 | all (max) |\n|---|--:|--:|--:|"
+    );
+    for m in &r.milestones {
+        let _ = writeln!(
+            out,
+            "| {} | {}/{} | {} | {} |",
+            m.milestone.as_str(),
+            m.reached,
+            m.of,
+            secs(m.p50_ms),
+            secs(m.max_ms)
+        );
+    }
+    if let Some(t) = &r.taint_reaction {
+        let _ = writeln!(
+            out,
+            "\nnodedown's taint reaction (NotReady seen → taint applied), {} node(s): p50 {} · p99 {} · max {}",
+            t.count,
+            secs(Some(t.p50_ms)),
+            secs(Some(t.p99_ms)),
+            secs(Some(t.max_ms))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n| process | cores (avg) | CPU s | peak RSS MiB |\n|---|--:|--:|--:|"
+    );
+    for c in &r.cost {
+        let _ = writeln!(
+            out,
+            "| {} | {:.2} | {:.1} | {:.0} |",
+            c.name, c.cores, c.cpu_seconds, c.max_rss_mib
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nwatch events processed by nodedown: {}",
+        r.events_seen
+    );
+    out
+}
+
+/// The curve over an invocation's runs: one row per run.
+pub fn curve_markdown(results: &[SimulatedResult]) -> String {
+    use crate::timeline::scale::Milestone as M;
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "> **{BANNER}**\n");
+    let _ = writeln!(
+        out,
+        "| run | nodes lost | pods | remediation | all NotReady | all unreachable-tainted | all out-of-service-tainted | all pods deleted (p50 / all) | all volumes detached (p50 / all) | all replacements ready (p50 / all) | taint reaction p50 / p99 | API server cores / peak MiB | etcd cores / peak MiB | nodedown CPU s / peak MiB | events | verdict |"
+    );
+    let _ = writeln!(
+        out,
+        "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+    );
+    for r in results {
+        let fig = |m: M| r.milestones.iter().find(|f| f.milestone == m);
+        let all = |m: M| match fig(m) {
+            Some(f) if f.all_ms().is_some() => secs(f.all_ms()),
+            Some(f) => format!("{}/{} only", f.reached, f.of),
+            None => "—".into(),
+        };
+        let both = |m: M| match fig(m) {
+            Some(f) => format!("{} / {}", secs(f.p50_ms), all(m)),
+            None => "—".into(),
+        };
+        let cores = |name: &str| {
+            r.cost
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| format!("{:.2} / {:.0}", c.cores, c.max_rss_mib))
+                .unwrap_or_else(|| "—".into())
+        };
+        let me = r
+            .cost
+            .iter()
+            .find(|c| c.name == "nodedown")
+            .map(|c| format!("{:.1} / {:.0}", c.cpu_seconds, c.max_rss_mib))
+            .unwrap_or_else(|| "—".into());
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.run,
+            r.lost_nodes,
+            r.instances,
+            r.remediation,
+            all(M::NotReady),
+            all(M::UnreachableTaint),
+            all(M::OutOfServiceTaint),
+            both(M::PodDeleted),
+            both(M::VolumeDetached),
+            both(M::ReplacementReady),
+            r.taint_reaction
+                .as_ref()
+                .map(|t| format!("{} / {}", secs(Some(t.p50_ms)), secs(Some(t.p99_ms))))
+                .unwrap_or_else(|| "—".into()),
+            cores("kube-apiserver"),
+            cores("etcd"),
+            me,
+            r.events_seen,
+            match &r.error {
+                Some(_) => "error",
+                None => r.verdict.as_str(),
+            }
+        );
+    }
+    out
+}
+
+/// The runs as JUnit XML: a test suite per experiment, a test case per run (a failure when its
+/// expectation failed, an error when unknown), its milestones, taint reaction and costs as
+/// properties; the banner is the suite's first property, so a CI page says it was simulated.
+pub fn curve_junit(results: &[SimulatedResult]) -> String {
+    use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
+    let mut report = quick_junit::Report::new("nodedown simulated");
+    let mut suites: Vec<TestSuite> = Vec::new();
+    for r in results {
+        let i = match suites.iter().position(|s| s.name.as_str() == r.experiment) {
+            Some(i) => i,
+            None => {
+                let mut s = TestSuite::new(r.experiment.as_str());
+                s.add_property(Property::new("simulated", BANNER));
+                suites.push(s);
+                suites.len() - 1
+            }
+        };
+        let status = match (r.verdict, &r.error) {
+            (Verdict::Pass, None) => TestCaseStatus::success(),
+            (v, error) => {
+                let mut s = TestCaseStatus::non_success(if v == Verdict::Fail {
+                    NonSuccessKind::Failure
+                } else {
+                    NonSuccessKind::Error
+                });
+                s.set_message(message(r, error.as_deref()));
+                s
+            }
+        };
+        let mut case = TestCase::new(r.run.as_str(), status);
+        case.set_classname(format!("simulated.{}", r.experiment));
+        let mut props = vec![
+            ("lost-nodes".to_string(), r.lost_nodes.to_string()),
+            ("instances".to_string(), r.instances.to_string()),
+            ("remediation".to_string(), r.remediation.clone()),
+            ("events".to_string(), r.events_seen.to_string()),
+        ];
+        for f in &r.milestones {
+            let m = f.milestone.as_str();
+            props.push((format!("{m}.reached"), format!("{}/{}", f.reached, f.of)));
+            if let Some(v) = f.p50_ms {
+                props.push((format!("{m}.p50"), v.to_string()));
+            }
+            if let Some(v) = f.all_ms() {
+                props.push((format!("{m}.all"), v.to_string()));
+            }
+        }
+        if let Some(t) = &r.taint_reaction {
+            props.push(("taint-reaction.p50".into(), t.p50_ms.to_string()));
+            props.push(("taint-reaction.p99".into(), t.p99_ms.to_string()));
+        }
+        for c in &r.cost {
+            props.push((format!("cost.{}.cores", c.name), format!("{:.3}", c.cores)));
+            props.push((
+                format!("cost.{}.peak-mib", c.name),
+                format!("{:.0}", c.max_rss_mib),
+            ));
+        }
+        case.add_properties(props.into_iter().map(|(n, v)| Property::new(n, v)));
+        suites[i].add_test_case(case);
+    }
+    report.add_test_suites(suites);
+    let mut xml = report.to_string().expect("JUnit XML serializes");
+    if !xml.ends_with('\n') {
+        xml.push('\n');
+    }
+    xml
+}
+
+/// Why a run did not pass, for JUnit: the harness error, and each expectation that failed or
+/// could not be decided, named with what was expected and what happened.
+fn message(r: &SimulatedResult, error: Option<&str>) -> String {
+    let mut parts: Vec<String> = error.map(|e| format!("error: {e}")).into_iter().collect();
+    for x in r.expectations.iter().filter(|x| x.verdict != Verdict::Pass) {
+        parts.push(format!(
+            "{} {}: expected {}, actual {} ({})",
+            x.name,
+            x.verdict.as_str(),
+            x.expected,
+            x.actual,
+            x.evidence
+        ));
+    }
+    if r.expectations.is_empty() {
+        parts.push("no expectations: nothing was checked".into());
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recorded curve (docs/simulated-scale/: a real invocation on 200 simulated nodes).
+    fn recorded() -> Vec<SimulatedResult> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/simulated-scale/curve.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn recomputing_the_recorded_curve_gives_back_what_the_run_wrote() {
+        for r in recorded() {
+            assert!(r.spec.is_some(), "{}: the spec is recorded", r.run);
+            assert_eq!(recompute(&r), r, "{}", r.run);
+        }
+    }
+
+    #[test]
+    fn an_expectation_the_run_cannot_meet_fails_its_case_by_name() {
+        let mut r = recorded()
+            .into_iter()
+            .find(|r| r.variant == "lost-20-x20-taint")
+            .unwrap();
+        let spec = r.spec.as_mut().unwrap();
+        spec.expect.time_to_running = Some(crate::spec::Bound {
+            max: std::time::Duration::from_secs(1),
+        });
+        let r = recompute(&r);
+        assert_eq!(r.verdict, Verdict::Fail);
+        let xml = curve_junit(std::slice::from_ref(&r));
+        let case = xml
+            .split("<testcase")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{xml}"));
+        assert!(
+            case.contains("name=\"scale-simulated/lost-20-x20-taint/1\""),
+            "{case}"
+        );
+        assert!(case.contains("<failure"), "{case}");
+        assert!(
+            case.contains("timeToRunning fail: expected &lt;= 1s"),
+            "{case}"
+        );
+        let md = run_markdown(&r);
+        assert!(md.contains("| timeToRunning | <= 1s |"), "{md}");
+    }
+
+    #[test]
+    fn an_errored_run_is_an_error_case_and_no_expectation_is_never_a_pass() {
+        let mut rs = recorded();
+        rs.truncate(2);
+        rs[0].error = Some("kwok exited".into());
+        rs[0] = recompute(&rs[0]);
+        rs[1].spec.as_mut().unwrap().expect = Default::default();
+        rs[1] = recompute(&rs[1]);
+        assert_eq!(rs[0].verdict, Verdict::Unknown);
+        assert_eq!(rs[1].verdict, Verdict::Unknown);
+        let xml = curve_junit(&rs);
+        assert_eq!(xml.matches("<testcase").count(), 2, "{xml}");
+        assert_eq!(xml.matches("<error").count(), 2, "{xml}");
+        assert!(xml.contains("error: kwok exited"), "{xml}");
+        assert!(
+            xml.contains("no expectations: nothing was checked"),
+            "{xml}"
+        );
+        let md = curve_markdown(&rs);
+        assert!(md.contains("| error |"), "{md}");
+    }
+}
