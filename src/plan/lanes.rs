@@ -230,7 +230,7 @@ mod tests {
     }
 
     fn run(remediation: RemediationSpec) -> PlannedRun {
-        crate::verdict::tests::planned(
+        crate::plan::fixtures::planned(
             "node-shutdown",
             "v",
             1,

@@ -1,5 +1,7 @@
 //! Expands experiments (variants × repetitions) into runs. Pure.
 
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod lanes;
 pub mod qualify;
 
@@ -215,7 +217,7 @@ mod action_tests {
 
     #[test]
     fn dry_run_names_every_step_of_a_fenced_partition() {
-        let mut run = crate::verdict::tests::planned(
+        let mut run = crate::plan::fixtures::planned(
             "network-partition",
             "fenced",
             1,

@@ -553,9 +553,9 @@ pub fn invocation(report: &Report, times: InvocationTimes) -> InvocationResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::fixtures::{events, OOS_TAINT};
     use crate::report::fixtures;
     use crate::report::Verdict;
-    use crate::verdict::tests::{events, OOS_TAINT};
 
     #[test]
     fn series_name_their_namespace() {

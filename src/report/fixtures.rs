@@ -3,10 +3,10 @@
 
 use super::assemble;
 use super::Report;
+use crate::plan::fixtures::{events, planned, secs, FORCE_DELETE, NONE_TIMEOUT, OOS_TAINT};
 use crate::plan::PlannedRun;
 use crate::spec::{Bound, Expectations, RemediationSpec};
 use crate::timeline::{Event, EventKind};
-use crate::verdict::tests::{events, planned, secs, FORCE_DELETE, NONE_TIMEOUT, OOS_TAINT};
 use std::path::PathBuf;
 use std::time::Duration;
 

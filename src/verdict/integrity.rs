@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn no_ledger_evidence_is_unknown_and_outage_without_acks_is_unknown() {
-        let mut run = crate::verdict::tests::planned(
+        let mut run = crate::plan::fixtures::planned(
             "e",
             "v",
             1,

@@ -559,7 +559,7 @@ impl Ctx<'_> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     fn exp(name: &str, actual: &str, verdict: Verdict) -> ExpectationResult {
@@ -598,75 +598,11 @@ pub(crate) mod tests {
         assert_eq!(undecided[1].verdict, U, "no failure, one undecided");
         assert!(combine_instances(&[]).is_empty());
     }
-    use crate::spec::{
-        ClusterSpec, Expectations, FaultKind, FaultSpec, RemediationSpec, Target, Timeouts,
-        WorkloadKind, WorkloadSpec,
+    pub(crate) use crate::plan::fixtures::{
+        bound, events, planned, secs, FORCE_DELETE, NONE_TIMEOUT, OOS_TAINT,
     };
+    use crate::spec::{Expectations, RemediationSpec};
     use crate::timeline::{analyze, Event, EventKind};
-    use std::path::PathBuf;
-
-    // The recorded event fixtures and their parser live with the timeline's tests.
-    pub(crate) use crate::timeline::fixtures::{
-        parse as events, FORCE_DELETE, NONE_TIMEOUT, OOS_TAINT,
-    };
-
-    pub(crate) fn secs(s: u64) -> Duration {
-        Duration::from_secs(s)
-    }
-
-    pub(crate) fn bound(s: u64) -> Option<Bound> {
-        Some(Bound { max: secs(s) })
-    }
-
-    /// A planned run of the `writer` workload under a node shutdown.
-    pub(crate) fn planned(
-        experiment: &str,
-        variant: &str,
-        repetition: u32,
-        remediation: RemediationSpec,
-        recovery: Duration,
-        expect: Expectations,
-    ) -> PlannedRun {
-        PlannedRun {
-            id: format!("{experiment}/{variant}/{repetition}"),
-            experiment: experiment.into(),
-            file: PathBuf::from(format!("experiments/{experiment}.yaml")),
-            variant: variant.into(),
-            repetition,
-            cluster: ClusterSpec {
-                config: Some(PathBuf::from("kind-configs/fast.yaml")),
-                ..ClusterSpec::default()
-            },
-            workload: WorkloadSpec {
-                kind: WorkloadKind::Writer,
-                replicas: 1,
-                instances: 1,
-                storage_class: "nodedown-shared".into(),
-                size: "1Gi".into(),
-                image: None,
-                access_mode: Default::default(),
-                controller: Default::default(),
-                strategy: None,
-            },
-            fault: FaultSpec {
-                kind: FaultKind::NodeShutdown,
-                target: Target {
-                    node_of: "writer-0".into(),
-                    zone: None,
-                    nodes: vec![],
-                    count: None,
-                },
-                duration: None,
-                graceful: false,
-            },
-            remediation,
-            timeouts: Timeouts {
-                recovery,
-                ..Timeouts::default()
-            },
-            expect,
-        }
-    }
 
     fn expect(
         recovered: Option<bool>,
