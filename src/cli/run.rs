@@ -221,19 +221,56 @@ fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> st
     Ok(())
 }
 
+/// `nodedown run`: plan → refuse → dispatch → invoke → report. Each step returns the exit code
+/// that ends the invocation early (bad input: 2; the harness could not: 3).
 pub async fn run(args: RunArgs, quiet: bool) -> u8 {
+    let (experiments, runs) = match plan(&args) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    // Dispatch: the simulated cluster runs its own provider's steps.
+    if runs
+        .iter()
+        .all(|r| r.cluster.provider == crate::spec::Provider::Kwok)
+    {
+        return run_simulated(runs, &args, quiet).await;
+    }
+    let cluster_opts = match cluster_options(&args) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let (runs, not_run) = match refuse(&args, &experiments, runs, &cluster_opts) {
+        Ok(Refusal::Run(runs, not_run)) => (runs, not_run),
+        Ok(Refusal::DryRun) => return super::EXIT_OK,
+        Err(code) => return code,
+    };
+    let out = out_dir(&args);
+    if let Err(code) = write_plan(&out, &runs, &not_run) {
+        return code;
+    }
+    invoke(&args, quiet, &experiments, &runs, &out, cluster_opts).await
+}
+
+/// The experiments and their runs, after `--repeat`/`--only` and the refusals that need no
+/// cluster (k3d's faults, simulated and real experiments mixed).
+fn plan(
+    args: &RunArgs,
+) -> Result<
+    (
+        Vec<(PathBuf, crate::spec::Experiment)>,
+        Vec<crate::plan::PlannedRun>,
+    ),
+    u8,
+> {
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from("experiments/smoke.yaml")]
     } else {
         args.paths.clone()
     };
-    let experiments = match crate::spec::load_paths(&paths) {
-        Ok(e) => e,
-        Err(e) => {
-            error(e);
-            return EXIT_BAD_INPUT;
-        }
-    };
+    let experiments = crate::spec::load_paths(&paths).map_err(|e| {
+        error(e);
+        EXIT_BAD_INPUT
+    })?;
     // `--provider k3d` over experiments written for kind: the faults k3d nodes cannot take are
     // refused here, as `validate` refuses them in a file that says `provider: k3d`.
     if args.provider == Some(ProviderArg::K3d) {
@@ -247,7 +284,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
                         crate::spec::K3D_REFUSAL,
                         crate::spec::K3D_REFUSAL_FIX
                     ));
-                    return EXIT_BAD_INPUT;
+                    return Err(EXIT_BAD_INPUT);
                 }
             }
         }
@@ -258,7 +295,7 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     };
     if args.repeat == Some(0) {
         error("--repeat must be at least 1");
-        return EXIT_BAD_INPUT;
+        return Err(EXIT_BAD_INPUT);
     }
     let runs = runner::plan_all(&experiments, &plan_opts);
     if runs.is_empty() {
@@ -266,38 +303,30 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             "no run left after --only {}: check the variant names (nodedown validate lists them)",
             args.only.join(",")
         ));
-        return EXIT_BAD_INPUT;
+        return Err(EXIT_BAD_INPUT);
     }
-    // The simulated cluster has its own runner: control-plane timings, no data path.
-    let simulated = runs
+    let simulated = |r: &crate::plan::PlannedRun| r.cluster.provider == crate::spec::Provider::Kwok;
+    let count = runs.iter().filter(|r| simulated(r)).count();
+    if count == 0 || count == runs.len() {
+        return Ok((experiments, runs));
+    }
+    let names: std::collections::BTreeSet<String> = runs
         .iter()
-        .filter(|r| r.cluster.provider == crate::spec::Provider::Kwok)
-        .count();
-    let runs = if simulated > 0 && simulated < runs.len() {
-        let names: std::collections::BTreeSet<String> = runs
-            .iter()
-            .filter(|r| r.cluster.provider == crate::spec::Provider::Kwok)
-            .map(|r| r.file.display().to_string())
-            .collect();
-        let names = names.into_iter().collect::<Vec<_>>().join(", ");
-        if !args.skip_unsupported {
-            error(format!("simulated experiments (`provider: kwok`: {names}) and experiments on real nodes cannot share an invocation: run the simulated ones by themselves, or give --skip-unsupported to leave them out"));
-            return EXIT_BAD_INPUT;
-        }
-        eprintln!("warning: not run (--skip-unsupported): {names}: simulated experiments run by themselves (`nodedown run {names}`)");
-        runs.into_iter()
-            .filter(|r| r.cluster.provider != crate::spec::Provider::Kwok)
-            .collect()
-    } else {
-        runs
-    };
-    if simulated > 0
-        && runs
-            .iter()
-            .all(|r| r.cluster.provider == crate::spec::Provider::Kwok)
-    {
-        return run_simulated(runs, &args, quiet).await;
+        .filter(|r| simulated(r))
+        .map(|r| r.file.display().to_string())
+        .collect();
+    let names = names.into_iter().collect::<Vec<_>>().join(", ");
+    if !args.skip_unsupported {
+        error(format!("simulated experiments (`provider: kwok`: {names}) and experiments on real nodes cannot share an invocation: run the simulated ones by themselves, or give --skip-unsupported to leave them out"));
+        return Err(EXIT_BAD_INPUT);
     }
+    eprintln!("warning: not run (--skip-unsupported): {names}: simulated experiments run by themselves (`nodedown run {names}`)");
+    let runs = runs.into_iter().filter(|r| !simulated(r)).collect();
+    Ok((experiments, runs))
+}
+
+/// The cluster choices of the command line.
+fn cluster_options(args: &RunArgs) -> Result<ClusterOptions, u8> {
     let cluster_opts = ClusterOptions {
         provider: args.provider.map(|p| match p {
             ProviderArg::Kind => crate::spec::Provider::Kind,
@@ -332,12 +361,30 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     };
     if args.node_control == Some(NodeControlArg::PowerHooks) && cluster_opts.power_hooks.is_none() {
         error("--node-control power-hooks needs --power-off, --power-on and --power-state");
-        return EXIT_BAD_INPUT;
+        return Err(EXIT_BAD_INPUT);
     }
+    Ok(cluster_opts)
+}
+
+/// The plan refused or trimmed: what no backend of this invocation can do (refused, or left
+/// out with `--skip-unsupported`), the guard of an existing cluster, `--dry-run`'s answer.
+enum Refusal {
+    /// Run these; the rest is reported as not run.
+    Run(Vec<crate::plan::PlannedRun>, Vec<crate::report::NotRun>),
+    /// `--dry-run` printed the plan.
+    DryRun,
+}
+
+fn refuse(
+    args: &RunArgs,
+    experiments: &[(PathBuf, crate::spec::Experiment)],
+    runs: Vec<crate::plan::PlannedRun>,
+    cluster_opts: &ClusterOptions,
+) -> Result<Refusal, u8> {
     // What no backend of this invocation can do is refused before anything is touched (and
     // said so by --dry-run), not found out in the middle of a failover.
-    let caps = crate::runner::capabilities(&experiments, &cluster_opts);
-    let mut not_run = other_cluster(&runs, &cluster_opts);
+    let caps = crate::runner::capabilities(experiments, cluster_opts);
+    let mut not_run = other_cluster(&runs, cluster_opts);
     not_run.extend(unsupported(&runs, &caps, cluster_opts.node_control));
     let runs: Vec<_> = runs
         .into_iter()
@@ -369,64 +416,89 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     };
     if args.dry_run {
         if let Some(code) = refused(true) {
-            return code;
+            return Err(code);
         }
         print!(
             "{}",
             dry_run_text(
                 &runs,
-                &experiments,
-                &cluster_opts,
+                experiments,
+                cluster_opts,
                 args.parallel,
                 args.allow_control_plane,
                 &not_run
             )
         );
-        return super::EXIT_OK;
+        return Ok(Refusal::DryRun);
     }
-    if crate::runner::targets_existing(&experiments, &cluster_opts) {
+    if crate::runner::targets_existing(experiments, cluster_opts) {
         let allowed = crate::runner::resolve_context(args.context.as_deref())
             .map_err(|e| e.to_string())
             .and_then(|ctx| crate::runner::guard(&ctx, args.allow_context.as_deref()));
         if let Err(e) = allowed {
             error(e);
-            return EXIT_BAD_INPUT;
+            return Err(EXIT_BAD_INPUT);
         }
     }
     // After the guard: on an existing cluster, naming the context comes first.
     if let Some(code) = refused(false) {
-        return code;
+        return Err(code);
     }
-    let out = args.out.clone().unwrap_or_else(|| {
+    Ok(Refusal::Run(runs, not_run))
+}
+
+/// `--out`, or `runs/<UTC timestamp>`.
+fn out_dir(args: &RunArgs) -> PathBuf {
+    args.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
             .replace(':', "");
         PathBuf::from("runs").join(stamp)
-    });
-    if let Err(e) = std::fs::create_dir_all(&out) {
+    })
+}
+
+/// The output directory with the plan in it: the run ids in order, the variants not run.
+fn write_plan(
+    out: &Path,
+    runs: &[crate::plan::PlannedRun],
+    not_run: &[crate::report::NotRun],
+) -> Result<(), u8> {
+    if let Err(e) = std::fs::create_dir_all(out) {
         error(format!("cannot create {}: {e}", out.display()));
-        return EXIT_HARNESS;
+        return Err(EXIT_HARNESS);
     }
     let order: String = runs.iter().map(|r| format!("{}\n", r.id)).collect();
     let _ = std::fs::write(out.join(ORDER_FILE), order);
     if !not_run.is_empty() {
-        let json = serde_json::to_string_pretty(&not_run).expect("not-run serializes");
+        let json = serde_json::to_string_pretty(not_run).expect("not-run serializes");
         if let Err(e) = std::fs::write(out.join(crate::store::NOT_RUN_FILE), json + "\n") {
             error(format!(
                 "cannot write {}: {e}",
                 out.join(crate::store::NOT_RUN_FILE).display()
             ));
-            return EXIT_HARNESS;
+            return Err(EXIT_HARNESS);
         }
     }
+    Ok(())
+}
 
+/// The invocation on its cluster: prepared (made, reused or reached), the runs under the lock,
+/// the cluster finished as it came; then the reports and the exit code.
+async fn invoke(
+    args: &RunArgs,
+    quiet: bool,
+    experiments: &[(PathBuf, crate::spec::Experiment)],
+    runs: &[crate::plan::PlannedRun],
+    out: &Path,
+    cluster_opts: ClusterOptions,
+) -> u8 {
     let mut cluster_opts = cluster_opts;
     cluster_opts.hooks_log = Some(out.join("hooks.jsonl"));
-    cluster_opts.out = Some(out.clone());
+    cluster_opts.out = Some(out.to_path_buf());
     let progress = Progress::new(quiet);
     let step = |s: &str| progress.step(s);
     let invocation_start = std::time::Instant::now();
-    let env = match Env::prepare(&experiments, &cluster_opts, &step).await {
+    let env = match Env::prepare(experiments, &cluster_opts, &step).await {
         Ok(env) => env,
         Err(e) => {
             progress.finish();
@@ -437,10 +509,10 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     // From here one task owns SIGINT and SIGTERM; the runs and the last waits ask it.
     let interrupt = runner::Interrupt::install();
     let invoked = Invocation {
-        args: &args,
-        experiments: &experiments,
-        runs: &runs,
-        out: &out,
+        args,
+        experiments,
+        runs,
+        out,
         progress: &progress,
         interrupt: &interrupt,
         start: invocation_start,
@@ -462,14 +534,25 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
             let _ = std::fs::write(out.join(crate::store::INVOCATION_FILE), json);
         }
     }
-    let report = match build(&out) {
+    report_and_exit(args, quiet, out, &interrupt, interrupted)
+}
+
+/// The reports of a finished (or interrupted) invocation, and its exit code.
+fn report_and_exit(
+    args: &RunArgs,
+    quiet: bool,
+    out: &Path,
+    interrupt: &runner::Interrupt,
+    interrupted: bool,
+) -> u8 {
+    let report = match build(out) {
         Ok(r) => r,
         Err(e) => {
             error(format!("cannot assemble the report: {e}"));
             return EXIT_HARNESS;
         }
     };
-    if let Err(e) = write_reports(&out, &report, args.step_summary.as_deref()) {
+    if let Err(e) = write_reports(out, &report, args.step_summary.as_deref()) {
         error(format!("cannot write reports in {}: {e}", out.display()));
         return EXIT_HARNESS;
     }
@@ -1090,7 +1173,8 @@ async fn run_simulated(runs: Vec<crate::plan::PlannedRun>, args: &RunArgs, quiet
         kind_config: args.kind_config.clone(),
         retain: args.retain,
     };
-    let inv = match runner::simulated::run_all(runs, opts, runner::Interrupt::install()).await {
+    let interrupt = runner::Interrupt::install();
+    let inv = match runner::simulated::run_all(runs, opts, interrupt.clone()).await {
         Ok(inv) => inv,
         Err(e) => {
             error(e);
@@ -1113,6 +1197,12 @@ async fn run_simulated(runs: Vec<crate::plan::PlannedRun>, args: &RunArgs, quiet
             println!("{}", report::simulated::curve_markdown(&inv.results))
         }
         Output::Table => {}
+    }
+    if let Some(runner::Stop::LockLost(why)) = interrupt.first() {
+        error(format!(
+            "the cluster lock was lost ({why}): the runs stopped and healed"
+        ));
+        return EXIT_HARNESS;
     }
     if inv.interrupted {
         return EXIT_INTERRUPTED;

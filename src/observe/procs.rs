@@ -49,7 +49,6 @@ pub fn in_container(container_id: &str, comms: &[&str]) -> BTreeMap<String, Proc
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
     };
-    let marker = format!("/docker/{container_id}");
     for e in dir.flatten() {
         let pid = e.file_name().to_string_lossy().into_owned();
         if !pid.bytes().all(|b| b.is_ascii_digit()) {
@@ -63,7 +62,7 @@ pub fn in_container(container_id: &str, comms: &[&str]) -> BTreeMap<String, Proc
             continue;
         }
         let in_it = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-            .is_ok_and(|c| c.contains(&marker));
+            .is_ok_and(|c| cgroup_is_container(&c, container_id));
         if !in_it {
             continue;
         }
@@ -74,6 +73,14 @@ pub fn in_container(container_id: &str, comms: &[&str]) -> BTreeMap<String, Proc
         }
     }
     out
+}
+
+/// Whether a /proc/<pid>/cgroup text puts the process in Docker container `id`, under either
+/// cgroup driver: `cgroupfs` (`/docker/<id>`) or `systemd` (`/system.slice/docker-<id>.scope`).
+pub fn cgroup_is_container(cgroup: &str, id: &str) -> bool {
+    !id.is_empty()
+        && (cgroup.contains(&format!("/docker/{id}"))
+            || cgroup.contains(&format!("/docker-{id}.scope")))
 }
 
 /// One process by pid.
@@ -118,6 +125,20 @@ pub fn usage(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_container_is_found_under_either_cgroup_driver() {
+        let id = "4f1c0e";
+        // cgroupfs driver, cgroup v1 hierarchy (this machine's kind).
+        let v1 = "12:cpu,cpuacct:/docker/4f1c0e/kubelet.slice\n1:name=systemd:/docker/4f1c0e/init.scope\n";
+        // systemd driver, cgroup v2 (synthetic: the path systemd gives a Docker container).
+        let v2 = "0::/system.slice/docker-4f1c0e.scope/kubelet.slice/kubelet-kubepods.slice\n";
+        assert!(cgroup_is_container(v1, id));
+        assert!(cgroup_is_container(v2, id));
+        assert!(!cgroup_is_container(v2, "4f1c0f"));
+        assert!(!cgroup_is_container("0::/user.slice/session-1.scope\n", id));
+        assert!(!cgroup_is_container(v1, ""));
+    }
 
     #[test]
     fn cpu_ticks_skip_a_command_name_with_spaces_and_parentheses() {
