@@ -157,15 +157,33 @@ fn lock_api(client: &Client) -> Api<Lease> {
     Api::namespaced(client.clone(), LOCK_NAMESPACE)
 }
 
+/// Why the cluster lock could not be taken or released. Each is a harness error (exit 3).
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another invocation holds it and is alive.
+    #[error("another nodedown invocation is running on this cluster ({holder}; it renews Lease {LOCK_NAMESPACE}/{LOCK_NAME}): two would fault and heal each other's nodes. Wait until it ends; if it was killed, `nodedown cleanup` of its run directory removes its lock, or the lock expires {LOCK_SECONDS}s after its last renewal")]
+    Held { holder: String },
+    #[error("Lease {LOCK_NAMESPACE}/{LOCK_NAME} changed under every attempt to take it: another nodedown invocation is starting on this cluster")]
+    Contended,
+    #[error("{action} Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {source}")]
+    Api {
+        action: &'static str,
+        source: kube::Error,
+    },
+}
+
 /// The Lease, if there is one.
-async fn read(api: &Api<Lease>) -> Result<Option<Lease>, String> {
+async fn read(api: &Api<Lease>) -> Result<Option<Lease>, LockError> {
     api.get_opt(LOCK_NAME)
         .await
-        .map_err(|e| format!("reading Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}"))
+        .map_err(|source| LockError::Api {
+            action: "reading",
+            source,
+        })
 }
 
 /// Deletes the Lease if it is still the object with `uid` (not one taken over since).
-async fn delete(api: &Api<Lease>, uid: Option<String>) -> Result<(), String> {
+async fn delete(api: &Api<Lease>, uid: Option<String>) -> Result<(), LockError> {
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid,
@@ -177,7 +195,10 @@ async fn delete(api: &Api<Lease>, uid: Option<String>) -> Result<(), String> {
         Ok(_) => Ok(()),
         // Gone already (taken away, or deleted by a cleanup): nothing left to release.
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
-        Err(e) => Err(format!("deleting Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}")),
+        Err(source) => Err(LockError::Api {
+            action: "deleting",
+            source,
+        }),
     }
 }
 
@@ -188,7 +209,7 @@ pub async fn acquire(
     client: &Client,
     out: &Path,
     waiting: impl Fn(&str),
-) -> Result<InvocationLock, String> {
+) -> Result<InvocationLock, LockError> {
     let api = lock_api(client);
     let holder = identity(out);
     let mut observer = Observer::default();
@@ -208,9 +229,7 @@ pub async fn acquire(
                     renewal_seen: true,
                     ..
                 } => {
-                    return Err(format!(
-                        "another nodedown invocation is running on this cluster ({other}; it renews Lease {LOCK_NAMESPACE}/{LOCK_NAME}): two would fault and heal each other's nodes. Wait until it ends; if it was killed, `nodedown cleanup` of its run directory removes its lock, or the lock expires {LOCK_SECONDS}s after its last renewal"
-                    ));
+                    return Err(LockError::Held { holder: other });
                 }
                 LockState::Held {
                     holder: other,
@@ -254,12 +273,15 @@ pub async fn acquire(
             Err(kube::Error::Api(e)) if e.is_conflict() || e.is_already_exists() => {
                 conflicts += 1;
                 if conflicts >= 5 {
-                    return Err(format!(
-                        "Lease {LOCK_NAMESPACE}/{LOCK_NAME} changed under every attempt to take it: another nodedown invocation is starting on this cluster"
-                    ));
+                    return Err(LockError::Contended);
                 }
             }
-            Err(e) => return Err(format!("writing Lease {LOCK_NAMESPACE}/{LOCK_NAME}: {e}")),
+            Err(source) => {
+                return Err(LockError::Api {
+                    action: "writing",
+                    source,
+                })
+            }
         }
     }
 }
@@ -357,7 +379,7 @@ impl Drop for InvocationLock {
 
 /// For `nodedown cleanup OUT`: deletes the lock if the invocation that wrote to `out` holds it
 /// (it was killed: that is why its run directory needs cleaning up). Returns whether it did.
-pub async fn release_for(client: &Client, out: &Path) -> Result<bool, String> {
+pub async fn release_for(client: &Client, out: &Path) -> Result<bool, LockError> {
     let api = lock_api(client);
     let Some(current) = read(&api).await? else {
         return Ok(false);

@@ -4,7 +4,7 @@
 
 use super::{
     add_out_of_service_taint, delete_node, delete_volume_attachments, force_delete_pod, get_node,
-    OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE,
+    RemediationError, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE,
 };
 use crate::faults::{self, NodeControl};
 use crate::journal::{Journal, Undo};
@@ -12,6 +12,25 @@ use crate::spec::{FaultKind, RemediationSpec};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use std::sync::Arc;
+
+/// Why a remediation could not be carried out.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Api(#[from] RemediationError),
+    /// The undo could not be journaled: the action was not taken.
+    #[error("journal: {0}; the action was not taken")]
+    Journal(#[from] std::io::Error),
+    /// No backend here can power the node off, so the fenced taint was not applied.
+    #[error("fence {node}: {reason}")]
+    NoFence { node: String, reason: String },
+    /// Powering the node off (or confirming it off) failed.
+    #[error("fence {node}: {source}")]
+    Fence {
+        node: String,
+        source: crate::faults::NodeError,
+    },
+}
 
 /// What a remediation acts on.
 pub struct Target<'a> {
@@ -35,7 +54,7 @@ pub async fn apply(
     target: &Target<'_>,
     journal: &Journal,
     note: impl Fn(String),
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, ApplyError> {
     let Target {
         client,
         namespace: ns,
@@ -46,11 +65,9 @@ pub async fn apply(
     let force_delete = || async {
         let api: Api<Pod> = Api::namespaced(client.clone(), ns);
         for pod in pods {
-            force_delete_pod(&api, pod)
-                .await
-                .map_err(|e| e.to_string())?;
+            force_delete_pod(&api, pod).await?;
         }
-        Ok::<String, String>(match pods {
+        Ok::<String, ApplyError>(match pods {
             [] => "no pod of the workload on it".to_string(),
             [one] => format!("pod {one} deleted with grace period 0"),
             many => format!(
@@ -61,7 +78,7 @@ pub async fn apply(
         })
     };
     let nodes: Api<Node> = Api::all(client.clone());
-    let jrec = |u: Undo| journal.record(u).map(|_| ()).map_err(|e| e.to_string());
+    let jrec = |u: Undo| journal.record(u).map(|_| ());
     let detail = match remediation {
         RemediationSpec::None | RemediationSpec::External => return Ok(None),
         RemediationSpec::OutOfServiceTaint { fence, .. } => {
@@ -76,7 +93,10 @@ pub async fn apply(
                     .unwrap_or(usize::MAX);
                 let power = faults::choose_fence(&caps, own)
                     .map(|i| target.controls[i].clone())
-                    .map_err(|e| format!("fence {node}: {e}"))?;
+                    .map_err(|reason| ApplyError::NoFence {
+                        node: node.into(),
+                        reason,
+                    })?;
                 jrec(Undo::HealFault {
                     backend: power.backend(),
                     fault: FaultKind::NodeShutdown,
@@ -84,7 +104,10 @@ pub async fn apply(
                 })?;
                 faults::fence(power.as_ref(), node)
                     .await
-                    .map_err(|e| format!("fence {node}: {e}"))?;
+                    .map_err(|source| ApplyError::Fence {
+                        node: node.into(),
+                        source,
+                    })?;
                 note(format!(
                     "fenced: {node} powered off through {} and confirmed off",
                     power.backend().as_str()
@@ -94,29 +117,25 @@ pub async fn apply(
                 node: node.into(),
                 key: OUT_OF_SERVICE_KEY.into(),
             })?;
-            add_out_of_service_taint(&nodes, node)
-                .await
-                .map_err(|e| e.to_string())?;
+            add_out_of_service_taint(&nodes, node).await?;
             format!("{OUT_OF_SERVICE_KEY}={OUT_OF_SERVICE_VALUE}:NoExecute")
         }
         RemediationSpec::ForceDeletePod { .. } => force_delete().await?,
         RemediationSpec::DeleteNode { .. } => {
-            let Some(obj) = get_node(&nodes, node).await.map_err(|e| e.to_string())? else {
+            let Some(obj) = get_node(&nodes, node).await? else {
                 return Ok(None);
             };
-            let object = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
+            let object = serde_json::to_value(&obj).expect("a Node serializes");
             jrec(Undo::RestoreNode {
                 node: node.into(),
                 object,
             })?;
-            delete_node(&nodes, node).await.map_err(|e| e.to_string())?;
+            delete_node(&nodes, node).await?;
             format!("Node {node} deleted")
         }
         RemediationSpec::DeleteVolumeattachment { .. } => {
             let done = force_delete().await?;
-            let deleted = delete_volume_attachments(client, ns, node)
-                .await
-                .map_err(|e| e.to_string())?;
+            let deleted = delete_volume_attachments(client, ns, node).await?;
             if deleted.is_empty() {
                 format!("{done}; no VolumeAttachment of its volumes on {node} to delete")
             } else {

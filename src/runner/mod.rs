@@ -1084,7 +1084,8 @@ impl Steps {
         let applied = remediation::apply(&self.run.remediation, &target, &self.journal, |n| {
             self.note(n)
         })
-        .await?;
+        .await
+        .map_err(|e| e.to_string())?;
         if let Some(detail) = applied {
             self.recorder.record(EventKind::RemediationApplied {
                 remediation: self.run.remediation.name().into(),

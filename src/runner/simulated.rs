@@ -68,8 +68,8 @@ pub enum SimulatedError {
     },
     #[error("cannot start kwok: {0}")]
     Kwok(crate::cluster::ClusterError),
-    #[error("{0}")]
-    Lock(String),
+    #[error(transparent)]
+    Lock(#[from] crate::cluster::lock::LockError),
 }
 
 /// What a simulated invocation did: a result per run it started (errored runs included, with
