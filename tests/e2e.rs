@@ -8,6 +8,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// The suite runs under cargo-nextest, one process per test, and the `cluster` test group of
+/// .config/nextest.toml runs these tests one at a time. This lock does the same for a plain
+/// `cargo test --test e2e` (one process, many threads).
 static CLUSTER: Mutex<()> = Mutex::new(());
 
 /// A temporary directory for a test's output; kept after the test when `NODEDOWN_E2E_KEEP` is
@@ -924,7 +927,7 @@ fn kubelet_stop_force_delete_is_reported_with_integrity_evidence() {
 }
 
 /// The workload image the way a user gets it onto a cluster nodedown cannot load into:
-/// `nodedown image export`, then `kind load image-archive` (once per test binary).
+/// `nodedown image export`, then `kind load image-archive` (once per test process).
 fn exported_image() -> String {
     static IMAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     IMAGE
