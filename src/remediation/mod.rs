@@ -4,7 +4,7 @@ mod apply;
 pub use apply::{apply, ApplyError, Target};
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::Api;
 
 pub use crate::vocab::{OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE};
@@ -101,6 +101,36 @@ pub async fn add_out_of_service_taint(
         }
     })
     .await
+}
+
+/// Appends the out-of-service taint in one write, with no read first: a JSON patch that the API
+/// server applies to its latest Node (retrying its own conflicts), so a node lifecycle
+/// controller writing the same Node at that moment costs no extra round trip — the reaction of
+/// a burst of lost nodes is one watch delivery and one write each. When the patch cannot apply
+/// (the Node has no taints list yet, or already carries the taint: refused as invalid), falls
+/// back to [`add_out_of_service_taint`]'s read-edit-write. `Ok(false)`: the Node is gone.
+pub async fn append_out_of_service_taint(
+    nodes: &Api<Node>,
+    node: &str,
+) -> Result<bool, RemediationError> {
+    let patch = serde_json::from_value(serde_json::json!([{
+        "op": "add",
+        "path": "/spec/taints/-",
+        "value": {"key": OUT_OF_SERVICE_KEY, "value": OUT_OF_SERVICE_VALUE, "effect": "NoExecute"},
+    }]))
+    .expect("a valid JSON patch");
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    match nodes.patch(node, &params, &Patch::Json::<()>(patch)).await {
+        Ok(_) => Ok(true),
+        Err(e) if is_not_found(&e) => Ok(false),
+        Err(kube::Error::Api(s)) if s.code == 422 || s.code == 500 => {
+            add_out_of_service_taint(nodes, node).await
+        }
+        Err(e) => Err(api_err("patch taints", node)(e)),
+    }
 }
 
 /// Adds taint `key=value:effect` (replacing one of the same key).

@@ -977,7 +977,7 @@ async fn run_one(
                 let live = live.clone();
                 tasks.taints.spawn(async move {
                     tokio::time::sleep(after).await;
-                    let r = remediation::add_out_of_service_taint(&nodes_api, &node).await;
+                    let r = remediation::append_out_of_service_taint(&nodes_api, &node).await;
                     if r.is_ok() {
                         if let Some(s) = live.lock().unwrap().lost.get_mut(&node) {
                             s.tainted = Some(SystemTime::now());
