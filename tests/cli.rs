@@ -517,6 +517,64 @@ fn simulated_and_real_experiments_do_not_share_an_invocation() {
     assert!(!stdout.contains("scale-simulated"), "left out: {stdout}");
 }
 
+/// `nodedown compare` of two simulated invocations: the recorded curve against itself changes
+/// nothing (exit 0); against a copy where one run's replacements attached 50 % later, that run
+/// is named WORSE (exit 1), and each run is said to be one sample.
+#[test]
+fn comparing_two_simulated_curves_names_the_run_that_got_worse() {
+    let same = nodedown()
+        .args([
+            "compare",
+            "docs/simulated-scale",
+            "docs/simulated-scale/curve.json",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&same.stdout);
+    assert_eq!(
+        same.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&same.stderr)
+    );
+    assert!(
+        stdout.contains("no run changed") && stdout.contains("one sample"),
+        "{stdout}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let mut curve: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string("docs/simulated-scale/curve.json").unwrap())
+            .unwrap();
+    let run = curve
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["variant"] == "lost-5-x20-taint")
+        .unwrap();
+    for i in run["observations"]["instances"].as_array_mut().unwrap() {
+        let ms = i["volumeAttachedMs"].as_u64().unwrap();
+        i["volumeAttachedMs"] = (ms * 3 / 2).into();
+    }
+    std::fs::write(tmp.path().join("curve.json"), curve.to_string()).unwrap();
+    let worse = nodedown()
+        .arg("compare")
+        .arg("docs/simulated-scale")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&worse.stdout);
+    assert_eq!(worse.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("WORSE scale-simulated/lost-5-x20-taint/1: every replacement ready"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("WORSE").count(),
+        2,
+        "all and p50 of that run only: {stdout}"
+    );
+}
+
 /// A flag that means nothing on the simulated cluster is refused by name before anything is
 /// made (exit 2), every such flag at once; the ones that work (`--fail-on`, `--retain`,
 /// `--cluster-name`, `--output`) are not among them.

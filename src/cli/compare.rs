@@ -14,7 +14,8 @@ pub enum CompareFormat {
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// The baseline: a run directory or its results.json — or a qualification's sheet.json (or
-    /// its directory), to compare two sheets row by row.
+    /// its directory), to compare two sheets row by row — or a simulated invocation's directory
+    /// (or its curve.json), to compare two curves run by run.
     pub baseline: PathBuf,
     /// The candidate: a run directory or its results.json, or a sheet.json.
     pub candidate: PathBuf,
@@ -160,9 +161,76 @@ fn compare_sheets(baseline: &Path, candidate: &Path, args: &CompareArgs) -> u8 {
     }
 }
 
+/// The simulated runs of a path (an invocation's directory, or its curve.json), when it holds
+/// some.
+fn simulated_runs(path: &Path) -> Option<Vec<crate::report::simulated::SimulatedResult>> {
+    let dir = match path.file_name() {
+        Some(n) if n == crate::store::CURVE_FILE && path.is_file() => path.parent()?,
+        _ => path,
+    };
+    if !dir.is_dir() || !crate::store::load_all(dir).is_ok_and(|r| r.is_empty()) {
+        return None;
+    }
+    let runs = crate::store::load_simulated(dir).ok()?;
+    (!runs.is_empty()).then(|| {
+        runs.iter()
+            .map(crate::report::simulated::recompute)
+            .collect()
+    })
+}
+
+/// Two simulated invocations (their curves), run by run: exit 1 when a run got worse.
+fn compare_curves(
+    b: &[crate::report::simulated::SimulatedResult],
+    c: &[crate::report::simulated::SimulatedResult],
+    args: &CompareArgs,
+) -> u8 {
+    let changes = crate::report::simulated::compare(b, c, args.default_tolerance);
+    match args.format {
+        CompareFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&changes).expect("changes serialize")
+        ),
+        CompareFormat::Table | CompareFormat::Markdown => {
+            println!(
+                "simulated curves: {} runs → {} runs (each run is one sample: rerun with --repeat for a spread before trusting a small change)",
+                b.len(),
+                c.len()
+            );
+            if changes.is_empty() {
+                println!("no run changed");
+            }
+            for ch in &changes {
+                println!(
+                    "{} {}: {}",
+                    if ch.worse { "WORSE" } else { "changed" },
+                    ch.run,
+                    ch.what
+                );
+            }
+        }
+    }
+    if changes.iter().any(|c| c.worse) {
+        EXIT_EXPECTATION_FAILED
+    } else {
+        EXIT_OK
+    }
+}
+
 pub fn compare(args: CompareArgs) -> u8 {
     if let (Some(b), Some(c)) = (sheet_path(&args.baseline), sheet_path(&args.candidate)) {
         return compare_sheets(&b, &c, &args);
+    }
+    match (
+        simulated_runs(&args.baseline),
+        simulated_runs(&args.candidate),
+    ) {
+        (Some(b), Some(c)) => return compare_curves(&b, &c, &args),
+        (Some(_), None) | (None, Some(_)) => {
+            error("one side holds simulated runs (a curve) and the other does not: compare a curve with a curve, and real runs with real runs");
+            return EXIT_BAD_INPUT;
+        }
+        (None, None) => {}
     }
     let tol = match tolerances(&args) {
         Ok(t) => t,

@@ -340,6 +340,135 @@ fn message(r: &SimulatedResult, error: Option<&str>) -> String {
     parts.join("; ")
 }
 
+/// One difference between two simulated invocations' runs (`nodedown compare` of two curves).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CurveChange {
+    /// The run (`experiment/variant/repetition`).
+    pub run: String,
+    /// Whether it counts against the candidate (exit 1).
+    pub worse: bool,
+    pub what: String,
+}
+
+fn verdict_rank(v: Verdict) -> u8 {
+    match v {
+        Verdict::Pass => 2,
+        Verdict::Unknown => 1,
+        Verdict::Fail => 0,
+    }
+}
+
+/// A candidate curve against a baseline, run by run (matched by run id): a verdict that got
+/// worse; a milestone fewer objects reached; the time until every replacement was ready (or its
+/// p50) beyond `tolerance` of the baseline's. A run in only one of them is named, not counted
+/// against the candidate (a different plan is not a regression). Each run is one sample: the
+/// caller says so.
+pub fn compare(
+    baseline: &[SimulatedResult],
+    candidate: &[SimulatedResult],
+    tolerance: crate::report::compare::Tolerance,
+) -> Vec<CurveChange> {
+    use crate::timeline::scale::Milestone;
+    let mut out = Vec::new();
+    for b in baseline {
+        let Some(c) = candidate.iter().find(|c| c.run == b.run) else {
+            out.push(CurveChange {
+                run: b.run.clone(),
+                worse: false,
+                what: "not in the candidate".into(),
+            });
+            continue;
+        };
+        let (bv, cv) = (
+            if b.error.is_some() {
+                Verdict::Unknown
+            } else {
+                b.verdict
+            },
+            if c.error.is_some() {
+                Verdict::Unknown
+            } else {
+                c.verdict
+            },
+        );
+        if bv != cv {
+            out.push(CurveChange {
+                run: b.run.clone(),
+                worse: verdict_rank(cv) < verdict_rank(bv),
+                what: format!(
+                    "verdict {} → {}{}",
+                    bv.as_str(),
+                    cv.as_str(),
+                    c.error
+                        .as_ref()
+                        .map(|e| format!(" (error: {e})"))
+                        .unwrap_or_default()
+                ),
+            });
+        }
+        for bf in &b.milestones {
+            let Some(cf) = c.milestones.iter().find(|f| f.milestone == bf.milestone) else {
+                continue;
+            };
+            if cf.reached < bf.reached {
+                out.push(CurveChange {
+                    run: b.run.clone(),
+                    worse: true,
+                    what: format!(
+                        "{}: {}/{} reached (baseline {}/{})",
+                        bf.milestone.as_str(),
+                        cf.reached,
+                        cf.of,
+                        bf.reached,
+                        bf.of
+                    ),
+                });
+            }
+        }
+        let ready = |r: &SimulatedResult| {
+            r.milestones
+                .iter()
+                .find(|f| f.milestone == Milestone::ReplacementReady)
+                .cloned()
+        };
+        if let (Some(bf), Some(cf)) = (ready(b), ready(c)) {
+            for (what, x, y) in [
+                ("every replacement ready", bf.all_ms(), cf.all_ms()),
+                ("replacement ready p50", bf.p50_ms, cf.p50_ms),
+            ] {
+                if let (Some(x), Some(y)) = (x, y) {
+                    if x != y {
+                        let limit = tolerance.limit(x);
+                        out.push(CurveChange {
+                            run: b.run.clone(),
+                            worse: y > limit,
+                            what: format!(
+                                "{what}: {} → {} ({}{:.0}%; tolerance {})",
+                                crate::units::fmt_ms(x),
+                                crate::units::fmt_ms(y),
+                                if y >= x { "+" } else { "" },
+                                (y as f64 - x as f64) * 100.0 / (x.max(1) as f64),
+                                tolerance.describe()
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    for c in candidate {
+        if !baseline.iter().any(|b| b.run == c.run) {
+            out.push(CurveChange {
+                run: c.run.clone(),
+                worse: false,
+                what: "not in the baseline".into(),
+            });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,6 +516,63 @@ mod tests {
         );
         let md = run_markdown(&r);
         assert!(md.contains("| timeToRunning | <= 1s |"), "{md}");
+    }
+
+    #[test]
+    fn comparing_curves_names_what_got_worse_and_only_that() {
+        use crate::report::compare::Tolerance;
+        let base = recorded();
+        assert!(compare(&base, &base, Tolerance::Percent(20.0)).is_empty());
+        // The candidate: one run slower by half, one run that lost its replacements, one run
+        // left out; the baseline then misses nothing the candidate has.
+        let mut cand = base.clone();
+        let slow = cand
+            .iter_mut()
+            .find(|r| r.variant == "lost-1-x20-taint")
+            .unwrap();
+        for i in &mut slow.observations.instances {
+            i.volume_attached_ms = i.volume_attached_ms.map(|ms| ms * 3 / 2);
+        }
+        *slow = recompute(slow);
+        let lost = cand
+            .iter_mut()
+            .find(|r| r.variant == "lost-5-x20-taint")
+            .unwrap();
+        lost.observations.instances[0].volume_attached_ms = None;
+        *lost = recompute(lost);
+        cand.retain(|r| r.variant != "lost-20-x20-none");
+        let changes = compare(&base, &cand, Tolerance::Percent(20.0));
+        let worse: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.worse)
+            .map(|c| c.run.as_str())
+            .collect();
+        assert!(
+            worse.contains(&"scale-simulated/lost-1-x20-taint/1"),
+            "{changes:#?}"
+        );
+        assert!(
+            worse.contains(&"scale-simulated/lost-5-x20-taint/1"),
+            "{changes:#?}"
+        );
+        assert!(
+            changes.iter().any(|c| c.run.ends_with("lost-5-x20-taint/1")
+                && c.what.starts_with("verdict pass → fail")),
+            "{changes:#?}"
+        );
+        let absent = changes
+            .iter()
+            .find(|c| c.run.ends_with("lost-20-x20-none/1"))
+            .unwrap();
+        assert!(!absent.worse && absent.what == "not in the candidate");
+        // The other direction: faster is a change, not a regression.
+        let back = compare(&cand, &base, Tolerance::Percent(20.0));
+        assert!(
+            back.iter()
+                .filter(|c| c.run.ends_with("lost-1-x20-taint/1"))
+                .all(|c| !c.worse),
+            "{back:#?}"
+        );
     }
 
     #[test]
