@@ -493,6 +493,7 @@ mod tests {
         assert_eq!(w.last_durable_seq(), 0);
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
+        let status = w.status_source();
         let t = std::thread::spawn(move || {
             let mut clock = 1_000;
             run_loop(&mut w, Duration::from_millis(2), &s2, || {
@@ -502,11 +503,19 @@ mod tests {
             .unwrap();
             w
         });
-        std::thread::sleep(Duration::from_millis(300));
+        // Wait on the condition (5 durable records), not on a guess of how long they take.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while status.status().last_durable_seq < 5 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "fewer than 5 durable records in 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
         stop.store(true, Ordering::Release);
         let w = t.join().unwrap();
         let n = w.last_durable_seq();
-        assert!(n >= 5, "only {n} records in 300 ms");
+        assert!(n >= 5, "{n} records");
         assert_eq!(
             std::fs::metadata(ledger_path(dir.path())).unwrap().len(),
             n * RECORD_LEN as u64
