@@ -678,9 +678,12 @@ impl Invocation<'_> {
         // to go and exit 130.
         let mut stopped_waiting = false;
         if !env.will_delete(args.retain) {
+            // Counted before the step is shown: a signal sent on seeing it must end the wait
+            // (counted after, a signal quick enough was taken for an earlier one and the wait
+            // ran its full 120 s — CI rehearsal, sigint_during_the_final_wait_…).
+            let seen = self.interrupt.count();
             self.progress
                 .step("waiting for the runs' namespaces to finish terminating");
-            let seen = self.interrupt.count();
             tokio::select! {
                 r = runner::wait_namespaces_gone(&env.client) => if let Err(e) = r { error(e) },
                 _ = self.interrupt.wait_beyond(seen) => {
