@@ -1941,19 +1941,7 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
     )
     .status;
     let ctx = format!("kind-{name}");
-    let nodes = Command::new("kubectl")
-        .args([
-            "--context",
-            &ctx,
-            "get",
-            "nodes",
-            "-l",
-            "nodedown.dev/simulated=true",
-            "-o",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let nodes = simulated_nodes(&ctx);
     let namespaces = Command::new("kubectl")
         .args(["--context", &ctx, "get", "ns", "-o", "name"])
         .output()
@@ -2034,8 +2022,9 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
         .unwrap()
         .contains("sim-e2e/none/1"));
     // The cluster as it was before the runs.
-    let nodes: serde_json::Value = serde_json::from_slice(&nodes.stdout).unwrap();
-    let items = nodes["items"].as_array().unwrap();
+    let items = nodes["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("simulated nodes listed: {nodes}"));
     assert_eq!(items.len(), 12);
     for n in items {
         assert_eq!(
@@ -2054,6 +2043,26 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
     }
     let namespaces = String::from_utf8_lossy(&namespaces.stdout);
     assert!(!namespaces.contains("namespace/nd-"), "{namespaces}");
+}
+
+/// The simulated nodes of the cluster behind kubeconfig context `ctx`, as `kubectl get -o json`
+/// prints them (Null when it could not).
+fn simulated_nodes(ctx: &str) -> serde_json::Value {
+    let out = Command::new("kubectl")
+        .args([
+            "--context",
+            ctx,
+            "get",
+            "nodes",
+            "-l",
+            "nodedown.dev/simulated=true",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    // Null when kubectl failed: read before the cluster is deleted, judged after.
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
 }
 
 /// On the simulated cluster `name` (made and kept by the caller): a run whose out-of-service
@@ -2080,22 +2089,7 @@ fn simulated_run_interrupted_mid_remediation(
         ),
     )
     .unwrap();
-    let nodes = || -> serde_json::Value {
-        let out = Command::new("kubectl")
-            .args([
-                "--context",
-                &ctx,
-                "get",
-                "nodes",
-                "-l",
-                "nodedown.dev/simulated=true",
-                "-o",
-                "json",
-            ])
-            .output()
-            .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap_or_default()
-    };
+    let nodes = || simulated_nodes(&ctx);
     let items = |v: &serde_json::Value| v["items"].as_array().cloned().unwrap_or_default();
     let oos = |n: &serde_json::Value| {
         n["spec"]["taints"].as_array().is_some_and(|t| {

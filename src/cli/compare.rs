@@ -168,7 +168,7 @@ fn simulated_runs(path: &Path) -> Option<Vec<crate::report::simulated::Simulated
         Some(n) if n == crate::store::CURVE_FILE && path.is_file() => path.parent()?,
         _ => path,
     };
-    if !dir.is_dir() || !crate::store::load_all(dir).is_ok_and(|r| r.is_empty()) {
+    if !dir.is_dir() || !crate::store::run_dirs(dir).is_empty() {
         return None;
     }
     let runs = crate::store::load_simulated(dir).ok()?;

@@ -188,6 +188,18 @@ pub struct ToolArgs {
     pub k3d_bin: Option<PathBuf>,
 }
 
+/// Appends `md` to the job summary (GitHub's `GITHUB_STEP_SUMMARY`), when there is one.
+fn append_step_summary(step_summary: Option<&Path>, md: &str) -> std::io::Result<()> {
+    if let Some(summary) = step_summary {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(summary)?;
+        f.write_all(md.as_bytes())?;
+    }
+    Ok(())
+}
+
 fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> std::io::Result<()> {
     std::fs::write(out.join("results.json"), report::json::to_string(report))?;
     std::fs::write(out.join("junit.xml"), report::junit::render(report))?;
@@ -211,14 +223,7 @@ fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> st
             }
         }
     }
-    if let Some(summary) = step_summary {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(summary)?;
-        f.write_all(md.as_bytes())?;
-    }
-    Ok(())
+    append_step_summary(step_summary, &md)
 }
 
 /// `nodedown run`: plan → refuse → dispatch → invoke → report. Each step returns the exit code
@@ -1237,12 +1242,5 @@ fn write_curve(
         out.join("curve.junit.xml"),
         report::simulated::curve_junit(results),
     )?;
-    if let Some(summary) = step_summary {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(summary)?;
-        f.write_all(md.as_bytes())?;
-    }
-    Ok(())
+    append_step_summary(step_summary, &md)
 }

@@ -72,6 +72,21 @@ pub enum SimulatedError {
     Lock(#[from] crate::cluster::lock::LockError),
 }
 
+impl SimulatedError {
+    /// The error of an I/O step on `path`, for `map_err`.
+    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SimulatedError {
+        let path = path.to_path_buf();
+        move |source| SimulatedError::Io { path, source }
+    }
+
+    fn cluster(name: &str, source: crate::cluster::ClusterError) -> SimulatedError {
+        SimulatedError::Cluster {
+            name: name.to_string(),
+            source,
+        }
+    }
+}
+
 /// What a simulated invocation did: a result per run it started (errored runs included, with
 /// their error), and what went wrong around the runs.
 pub struct SimulatedInvocation {
@@ -114,14 +129,8 @@ pub async fn run_all(
         .clone()
         .or_else(|| first.cluster.name.clone())
         .unwrap_or_else(|| "nodedown-sim".into());
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| SimulatedError::Io { path, source }
-    };
-    let cluster_err = |source| SimulatedError::Cluster {
-        name: name.clone(),
-        source,
-    };
+    let io = SimulatedError::io;
+    let cluster_err = |source| SimulatedError::cluster(&name, source);
     std::fs::create_dir_all(&opts.out).map_err(io(&opts.out))?;
     let kind = crate::cluster::Kind::new(&name, opts.kind_bin.as_deref(), &opts.cache_dir);
     let local = crate::cluster::LocalCluster::Kind(kind.clone());
@@ -192,14 +201,8 @@ async fn run_on(
     started: Instant,
     interrupt: super::Interrupt,
 ) -> Result<SimulatedInvocation, SimulatedError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| SimulatedError::Io { path, source }
-    };
-    let cluster_err = |source| SimulatedError::Cluster {
-        name: name.to_string(),
-        source,
-    };
+    let io = SimulatedError::io;
+    let cluster_err = |source| SimulatedError::cluster(name, source);
     let (client, _) = crate::cluster::client_for_local(local)
         .await
         .map_err(cluster_err)?;
@@ -291,7 +294,7 @@ async fn run_on(
         let mut tasks = RunTasks::default();
         let outcome = tokio::select! {
             r = run_one(run, &ctx, &mut tasks) => r,
-            stop = interrupt.wait() => Err(RunFailure::bare(format!("interrupted: {stop}"))),
+            stop = interrupt.wait() => Err(format!("interrupted: {stop}")),
         };
         // Nothing of the run's may act after this point: then heal what the journal says.
         tasks.stop().await;
@@ -326,12 +329,17 @@ async fn run_on(
                 result.error = Some(format!("healing failed: {}", heal_errors.join("; ")));
                 crate::report::simulated::recompute(&result)
             }
-            Err(failure) => {
-                let mut error = failure.error;
+            Err(mut error) => {
+                // A run that could not go on has no figures of its own (its result says why).
                 if !heal_errors.is_empty() {
                     error.push_str(&format!("; healing failed: {}", heal_errors.join("; ")));
                 }
-                ctx.finish(run, failure.observations, failure.partial, Some(error))
+                ctx.finish(
+                    run,
+                    ScaleObservations::default(),
+                    Partial::default(),
+                    Some(error),
+                )
             }
         };
         match &result.error {
@@ -382,29 +390,6 @@ struct RunContext {
     kwok_pid: Option<u32>,
     kwok_started: SystemTime,
     kwok_version: String,
-}
-
-/// What a run had gathered when it could not go on.
-struct RunFailure {
-    error: String,
-    observations: ScaleObservations,
-    partial: Partial,
-}
-
-impl RunFailure {
-    fn bare(error: String) -> RunFailure {
-        RunFailure {
-            error,
-            observations: ScaleObservations::default(),
-            partial: Partial::default(),
-        }
-    }
-}
-
-impl From<String> for RunFailure {
-    fn from(error: String) -> RunFailure {
-        RunFailure::bare(error)
-    }
 }
 
 /// The figures of a run besides its observations, as far as it got.
@@ -704,7 +689,7 @@ async fn run_one(
     run: &PlannedRun,
     ctx: &RunContext,
     tasks: &mut RunTasks,
-) -> Result<SimulatedResult, RunFailure> {
+) -> Result<SimulatedResult, String> {
     let say = |m: String| say(ctx.quiet, ctx.started, format!("{} {m}", run.id));
     std::fs::create_dir_all(&ctx.out).map_err(|e| format!("{}: {e}", ctx.out.display()))?;
     let journal = Journal::open(&ctx.out.join("journal.jsonl")).map_err(|e| e.to_string())?;

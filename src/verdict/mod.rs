@@ -33,6 +33,28 @@ pub struct ExpectationResult {
     pub evidence: String,
 }
 
+impl ExpectationResult {
+    /// An expectation not decided (yet): `actual` unknown, no evidence.
+    pub(crate) fn undecided(name: &str, expected: String) -> ExpectationResult {
+        ExpectationResult {
+            name: name.into(),
+            expected,
+            actual: "unknown".into(),
+            verdict: Verdict::Unknown,
+            evidence: String::new(),
+        }
+    }
+}
+
+/// ", 26.2s over the 1s bound": what a time `ms` past the bound adds to the evidence.
+pub(crate) fn over_the_bound(ms: u64, bound: &Bound) -> String {
+    format!(
+        ", {} over the {} bound",
+        fmt_ms(ms.saturating_sub(millis(bound.max))),
+        fmt_duration(bound.max)
+    )
+}
+
 /// Checks every expectation of `run` against `timeline`.
 ///
 /// `finished` is the error of the run's `run-finished` event: `Some` when the harness could not
@@ -498,13 +520,7 @@ impl Ctx<'_> {
 
     fn bound(&self, name: &str, metric: Metric, state: &str, bound: &Bound) -> ExpectationResult {
         let max = millis(bound.max);
-        let mut r = ExpectationResult {
-            name: name.into(),
-            expected: format!("<= {}", fmt_duration(bound.max)),
-            actual: "unknown".into(),
-            verdict: Verdict::Unknown,
-            evidence: String::new(),
-        };
+        let mut r = ExpectationResult::undecided(name, format!("<= {}", fmt_duration(bound.max)));
         if self.tl.fault_at_ms.is_none() {
             r.actual = "unknown (no fault)".into();
             r.evidence = self.no_fault();
@@ -535,11 +551,7 @@ impl Ctx<'_> {
                     r.verdict = Verdict::Pass;
                 } else {
                     r.verdict = Verdict::Fail;
-                    r.evidence.push_str(&format!(
-                        ", {} over the {} bound",
-                        fmt_ms(t - max),
-                        fmt_duration(bound.max)
-                    ));
+                    r.evidence.push_str(&over_the_bound(t, bound));
                 }
             }
             None => {

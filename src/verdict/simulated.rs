@@ -91,13 +91,7 @@ fn recovered(
     want: bool,
     error: Option<&str>,
 ) -> ExpectationResult {
-    let mut r = ExpectationResult {
-        name: "recovered".into(),
-        expected: want.to_string(),
-        actual: "unknown".into(),
-        verdict: Verdict::Unknown,
-        evidence: String::new(),
-    };
+    let mut r = ExpectationResult::undecided("recovered", want.to_string());
     let n = obs.instances.len();
     if n == 0 {
         r.evidence = no_instances(error);
@@ -144,13 +138,7 @@ fn every(
     at: impl Fn(&AffectedInstance) -> Option<u64>,
 ) -> ExpectationResult {
     let max = millis(bound.max);
-    let mut r = ExpectationResult {
-        name: name.into(),
-        expected: format!("<= {}", fmt_duration(bound.max)),
-        actual: "unknown".into(),
-        verdict: Verdict::Unknown,
-        evidence: String::new(),
-    };
+    let mut r = ExpectationResult::undecided(name, format!("<= {}", fmt_duration(bound.max)));
     let n = obs.instances.len();
     if n == 0 {
         r.evidence = no_instances(error);
@@ -168,11 +156,7 @@ fn every(
                 r.verdict = Verdict::Pass;
             } else {
                 r.verdict = Verdict::Fail;
-                r.evidence.push_str(&format!(
-                    ", {} over the {} bound",
-                    fmt_ms(ms - max),
-                    fmt_duration(bound.max)
-                ));
+                r.evidence.push_str(&super::over_the_bound(ms, bound));
             }
         }
         (Some((ms, who)), false) if ms > max => {
