@@ -130,12 +130,23 @@ pub fn load_run(dir: &Path) -> Result<(PlannedRun, Vec<Event>), StoreError> {
     Ok((run, events))
 }
 
-/// Every run directory below `out` (those holding a run.json), in plan order when known.
+/// Whether the run.json at `path` is of a simulated run (`cluster.provider: kwok`): its
+/// directory is read by [`load_simulated`], not as a real run.
+fn is_simulated_run(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v["cluster"]["provider"] == "kwok")
+}
+
+/// Every directory below `out` holding a real run (a run.json not of a simulated run), in plan
+/// order when known.
 pub fn run_dirs(out: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![out.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        if dir.join(RUN_FILE).is_file() {
+        let run_json = dir.join(RUN_FILE);
+        if run_json.is_file() && !is_simulated_run(&run_json) {
             found.push(dir.clone());
         }
         if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -199,13 +210,36 @@ pub fn load_all(
         .collect()
 }
 
-/// The simulated runs below `dir` (an invocation's `--out`, or one run's directory): its
-/// `curve.json` when there is one, else every `results.json` of a simulated run (at most five
-/// levels down), in the order of their time zero (runs that never reached their fault last).
-/// Empty when `dir` holds no simulated run.
-pub fn load_simulated(
-    dir: &Path,
-) -> Result<Vec<crate::report::simulated::SimulatedResult>, StoreError> {
+/// A simulated run as stored: its results.json and, when the run recorded them, its events
+/// (`events.jsonl` beside it) — from which [`crate::report::simulated::recompute`] folds the
+/// observations again.
+pub struct StoredSimulated {
+    pub result: crate::report::simulated::SimulatedResult,
+    pub events: Option<Vec<Event>>,
+}
+
+/// The events of a simulated run's directory; `None` when it has none (a run recorded before
+/// simulated runs kept their events, or a curve copied without its directories).
+fn load_simulated_events(dir: &Path) -> Result<Option<Vec<Event>>, StoreError> {
+    let path = dir.join(EVENTS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(&path)(e)),
+    };
+    crate::jsonl::parse_strict(&text, &path.display().to_string())
+        .map(Some)
+        .map_err(|bad| StoreError::Invalid {
+            path: path.clone(),
+            detail: format!("line {}: not an event: {}", bad.line, bad.detail),
+        })
+}
+
+/// The simulated runs below `dir` (an invocation's `--out`, or one run's directory): the runs
+/// of its `curve.json` when there is one, else every `results.json` of a simulated run (at most
+/// five levels down), in the order of their time zero (runs that never reached their fault
+/// last); each with the events of its directory. Empty when `dir` holds no simulated run.
+pub fn load_simulated(dir: &Path) -> Result<Vec<StoredSimulated>, StoreError> {
     use crate::report::simulated::SimulatedResult;
     let invalid = |path: &Path, detail: String| StoreError::Invalid {
         path: path.to_path_buf(),
@@ -214,10 +248,17 @@ pub fn load_simulated(
     let curve = dir.join(CURVE_FILE);
     if curve.is_file() {
         let text = std::fs::read_to_string(&curve).map_err(io(&curve))?;
-        return serde_json::from_str(&text)
-            .map_err(|e| invalid(&curve, format!("not a simulated curve: {e}")));
+        let results: Vec<SimulatedResult> = serde_json::from_str(&text)
+            .map_err(|e| invalid(&curve, format!("not a simulated curve: {e}")))?;
+        return results
+            .into_iter()
+            .map(|result| {
+                let events = load_simulated_events(&dir.join(&result.run))?;
+                Ok(StoredSimulated { result, events })
+            })
+            .collect();
     }
-    fn walk(dir: &Path, depth: u8, out: &mut Vec<SimulatedResult>) -> Result<(), StoreError> {
+    fn walk(dir: &Path, depth: u8, out: &mut Vec<StoredSimulated>) -> Result<(), StoreError> {
         let file = dir.join(RESULTS_FILE);
         if file.is_file() {
             let text = std::fs::read_to_string(&file).map_err(io(&file))?;
@@ -227,10 +268,14 @@ pub fn load_simulated(
                     detail: format!("not JSON: {e}"),
                 })?;
             if v["environment"]["simulated"] == true {
-                out.push(serde_json::from_value(v).map_err(|e| StoreError::Invalid {
+                let result = serde_json::from_value(v).map_err(|e| StoreError::Invalid {
                     path: file.clone(),
                     detail: format!("not a simulated run: {e}"),
-                })?);
+                })?;
+                out.push(StoredSimulated {
+                    result,
+                    events: load_simulated_events(dir)?,
+                });
             }
         }
         if depth == 0 {
@@ -252,11 +297,11 @@ pub fn load_simulated(
     }
     let mut out = Vec::new();
     walk(dir, 5, &mut out)?;
-    out.sort_by(|a, b| match (&a.time_zero, &b.time_zero) {
+    out.sort_by(|a, b| match (&a.result.time_zero, &b.result.time_zero) {
         (Some(x), Some(y)) => x.cmp(y),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.run.cmp(&b.run),
+        (None, None) => a.result.run.cmp(&b.result.run),
     });
     Ok(out)
 }

@@ -2018,6 +2018,26 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
     assert_eq!(reached(&none, "replacement-ready"), (0, 10));
     let summary = std::fs::read_to_string(out.join("sim-e2e/taint/1/summary.md")).unwrap();
     assert!(summary.contains("SIMULATED"), "{summary}");
+    // The runs' events are their evidence: `nodedown report` folds them again, and the curve
+    // it prints is the one the runner wrote (observations, milestones, verdicts).
+    let events = std::fs::read_to_string(out.join("sim-e2e/taint/1/events.jsonl")).unwrap();
+    for e in [
+        "\"fault-injected\"",
+        "\"remediation-applied\"",
+        "\"pod-deleted\"",
+    ] {
+        assert!(events.contains(e), "{e} in the taint run's events");
+    }
+    let reported = run_ok(
+        nodedown()
+            .arg("report")
+            .arg(&out)
+            .args(["--format", "json"]),
+    );
+    let reported: serde_json::Value = serde_json::from_slice(&reported.stdout).unwrap();
+    let curve: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("curve.json")).unwrap()).unwrap();
+    assert_eq!(reported, curve, "the curve folded again from events.jsonl");
     assert!(std::fs::read_to_string(out.join("curve.md"))
         .unwrap()
         .contains("sim-e2e/none/1"));
@@ -2117,6 +2137,7 @@ fn simulated_run_interrupted_mid_remediation(
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
+            let _ = child.wait();
             return Err("the fault was not journaled within 6 minutes".into());
         }
         std::thread::sleep(Duration::from_millis(200));

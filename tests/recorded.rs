@@ -609,3 +609,121 @@ fn a_replicated_recording_fails_over_one_replica_and_leaves_the_others_undisturb
         oos.metrics.get("time-to-ready").copied()
     );
 }
+
+/// The recorded simulated invocation (`tests/fixtures/runs/simulated/`: kwok, 5 simulated nodes,
+/// 2 lost at once under 4 attaching instances, with the out-of-service taint and without; see
+/// its README): `nodedown report` folds each run's `events.jsonl` again and prints the curve the
+/// runner wrote, figures and verdicts alike.
+#[test]
+fn report_folds_the_simulated_events_into_the_stored_curve() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/simulated");
+    let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
+        .args(["report", "--format", "json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reported: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("curve.json")).unwrap()).unwrap();
+    assert_eq!(reported, stored);
+    // And the figures are the events', not the stored observations: a run whose events say
+    // less reports less.
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path();
+    std::fs::copy(dir.join("curve.json"), copy.join("curve.json")).unwrap();
+    for v in ["taint", "none"] {
+        let to = copy.join(format!("fold-fixture/{v}/1"));
+        std::fs::create_dir_all(&to).unwrap();
+        let events =
+            std::fs::read_to_string(dir.join(format!("fold-fixture/{v}/1/events.jsonl"))).unwrap();
+        let kept: String = events
+            .lines()
+            .filter(|l| !l.contains("\"event\":\"pod-deleted\""))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(to.join("events.jsonl"), kept).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
+        .args(["report", "--format", "json"])
+        .arg(copy)
+        .output()
+        .unwrap();
+    let refolded: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let deleted = &refolded[0]["milestones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["milestone"] == "pod-deleted")
+        .unwrap()["reached"];
+    assert_eq!(
+        *deleted, 0,
+        "without its pod-deleted events no pod was seen deleted"
+    );
+}
+
+/// An oracle that is not the fold: the taint run's milestones read straight off the lines of
+/// its `events.jsonl` — time zero the earliest `fault-injected`; a node NotReady at its first
+/// `node-ready` not True after it; a pod deleted at its `pod-deleted`; nodedown's taint at its
+/// `remediation-applied`.
+#[test]
+fn the_simulated_milestones_are_the_times_of_the_recorded_lines() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/runs/simulated/fold-fixture/taint/1");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let at = |l: &serde_json::Value| l["at_ms"].as_u64().unwrap();
+    let first_fault = lines
+        .iter()
+        .position(|l| l["event"] == "fault-injected")
+        .unwrap();
+    let t0 = lines
+        .iter()
+        .filter(|l| l["event"] == "fault-injected")
+        .map(at)
+        .min()
+        .unwrap();
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let nodes = result["observations"]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    for n in nodes {
+        let name = n["name"].as_str().unwrap();
+        let not_ready = lines[first_fault..]
+            .iter()
+            .find(|l| l["event"] == "node-ready" && l["node"] == name && l["status"] != "True")
+            .map(at)
+            .unwrap();
+        assert_eq!(n["notReadyMs"].as_u64(), Some(not_ready - t0), "{name}");
+        let tainted = lines
+            .iter()
+            .find(|l| l["event"] == "remediation-applied" && l["node"] == name)
+            .map(at)
+            .unwrap();
+        assert_eq!(
+            n["outOfServiceTaintMs"].as_u64(),
+            Some(tainted - t0),
+            "{name}"
+        );
+    }
+    let instances = result["observations"]["instances"].as_array().unwrap();
+    assert_eq!(instances.len(), 4);
+    for i in instances {
+        let pod = format!("{}-0", i["name"].as_str().unwrap());
+        let deleted = lines
+            .iter()
+            .find(|l| l["event"] == "pod-deleted" && l["pod"] == pod.as_str())
+            .map(at)
+            .unwrap();
+        assert_eq!(i["podDeletedMs"].as_u64(), Some(deleted - t0), "{pod}");
+    }
+    assert_eq!(result["verdict"], "pass");
+}

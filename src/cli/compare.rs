@@ -174,7 +174,7 @@ fn simulated_runs(path: &Path) -> Option<Vec<crate::report::simulated::Simulated
     let runs = crate::store::load_simulated(dir).ok()?;
     (!runs.is_empty()).then(|| {
         runs.iter()
-            .map(crate::report::simulated::recompute)
+            .map(|s| crate::report::simulated::recompute(&s.result, s.events.as_deref()))
             .collect()
     })
 }

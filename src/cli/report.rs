@@ -71,7 +71,10 @@ pub fn report(args: ReportArgs) -> u8 {
 fn simulated(args: &ReportArgs) -> u8 {
     use crate::report::simulated;
     let results = match crate::store::load_simulated(&args.run_dir) {
-        Ok(r) => r.iter().map(simulated::recompute).collect::<Vec<_>>(),
+        Ok(r) => r
+            .iter()
+            .map(|s| simulated::recompute(&s.result, s.events.as_deref()))
+            .collect::<Vec<_>>(),
         Err(e) => {
             error(e);
             return EXIT_BAD_INPUT;

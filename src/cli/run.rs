@@ -256,17 +256,15 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     invoke(&args, quiet, &experiments, &runs, &out, cluster_opts).await
 }
 
+/// The experiments read (each with its file) and the runs planned from them.
+type Planned = (
+    Vec<(PathBuf, crate::spec::Experiment)>,
+    Vec<crate::plan::PlannedRun>,
+);
+
 /// The experiments and their runs, after `--repeat`/`--only` and the refusals that need no
 /// cluster (k3d's faults, simulated and real experiments mixed).
-fn plan(
-    args: &RunArgs,
-) -> Result<
-    (
-        Vec<(PathBuf, crate::spec::Experiment)>,
-        Vec<crate::plan::PlannedRun>,
-    ),
-    u8,
-> {
+fn plan(args: &RunArgs) -> Result<Planned, u8> {
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from("experiments/smoke.yaml")]
     } else {

@@ -32,6 +32,9 @@ pub struct Scope {
     /// The run's lane: only these nodes, and VolumeAttachments on them, are recorded (empty:
     /// the whole cluster, as a run alone has it).
     pub nodes: Vec<String>,
+    /// Also record the namespace's Kubernetes Events (the simulated runs leave them out: at
+    /// hundreds of instances they are scheduler chatter the curve never reads).
+    pub kube_events: bool,
 }
 
 /// Keeps the watcher's objects `keep` accepts (and every list boundary): what another lane's
@@ -75,7 +78,7 @@ pub fn spawn_watchers(
     };
     let attached_in_lane =
         move |va: &VolumeAttachment| lane.is_empty() || lane.contains(&va.spec.node_name);
-    vec![
+    let mut watchers = vec![
         tokio::spawn(follow(
             Resource::Nodes,
             only(watcher(nodes, watcher::Config::default()), in_lane),
@@ -104,14 +107,17 @@ pub fn spawn_watchers(
             diff_claim,
             |_| None,
         )),
-        tokio::spawn(follow(
+    ];
+    if scope.kube_events {
+        watchers.push(tokio::spawn(follow(
             Resource::Events,
             watcher(events, watcher::Config::default()),
             recorder,
             diff_kube_event,
             |_| None,
-        )),
-    ]
+        )));
+    }
+    watchers
 }
 
 /// After a watch error, items that arrive within this long of the first one are a replay of

@@ -2,7 +2,8 @@
 //! summary page, and the curve over an invocation's runs as Markdown and JUnit. Its figures are
 //! [`crate::timeline::scale`]'s, its verdicts [`crate::verdict::simulated`]'s.
 
-use crate::timeline::scale::{MilestoneFigure, Reaction, ScaleObservations, Usage};
+use crate::timeline::scale::{MilestoneFigure, Reaction, ScaleFold, ScaleObservations, Usage};
+use crate::timeline::Event;
 use crate::verdict::{ExpectationResult, Verdict};
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +44,9 @@ pub struct SimulatedResult {
     pub taint_reaction: Option<Reaction>,
     /// Control-plane processes, kwok and nodedown from the fault to the end of the recovery.
     pub cost: Vec<Usage>,
-    /// Watch events nodedown processed during that stretch (nodes, pods, VolumeAttachments).
+    /// Changes nodedown's watches recorded from the fault on (nodes, pods, claims,
+    /// VolumeAttachments: the `events.jsonl` lines derived from a watched object). Until
+    /// runs recorded their events, the watch deliveries it processed over that stretch.
     pub events_seen: u64,
     pub observations: ScaleObservations,
     /// The run as planned (the experiment's variant, resolved): with it, `nodedown report`
@@ -53,10 +56,18 @@ pub struct SimulatedResult {
     pub spec: Option<crate::plan::PlannedRun>,
 }
 
-/// The figures and the verdict of a run recomputed from what it observed and its spec — the
-/// one rule the runner applies too; a result without its spec is returned as it was recorded.
-pub fn recompute(r: &SimulatedResult) -> SimulatedResult {
+/// The figures and the verdict of a run recomputed from its events and its spec — the one
+/// rule the runner applies too. The observations, time zero and event count are folded again
+/// from `events` ([`ScaleFold`]) when the run recorded them (else the recorded observations
+/// stand); a result without its spec keeps its recorded figures and verdict.
+pub fn recompute(r: &SimulatedResult, events: Option<&[Event]>) -> SimulatedResult {
     let mut out = r.clone();
+    if let Some(events) = events {
+        let fold = ScaleFold::of(events);
+        out.observations = fold.observations();
+        out.time_zero = fold.time_zero().map(String::from);
+        out.events_seen = fold.watched_events();
+    }
     let Some(run) = &r.spec else {
         return out;
     };
@@ -64,10 +75,10 @@ pub fn recompute(r: &SimulatedResult) -> SimulatedResult {
         run.remediation,
         crate::spec::RemediationSpec::OutOfServiceTaint { .. }
     );
-    out.milestones = r.observations.figures(tainted);
-    out.taint_reaction = r.observations.taint_reaction();
+    out.milestones = out.observations.figures(tainted);
+    out.taint_reaction = out.observations.taint_reaction();
     let (expectations, verdict) =
-        crate::verdict::simulated::evaluate(run, &r.observations, r.error.as_deref());
+        crate::verdict::simulated::evaluate(run, &out.observations, r.error.as_deref());
     out.expectations = expectations;
     out.verdict = verdict;
     out
@@ -484,7 +495,7 @@ mod tests {
     fn recomputing_the_recorded_curve_gives_back_what_the_run_wrote() {
         for r in recorded() {
             assert!(r.spec.is_some(), "{}: the spec is recorded", r.run);
-            assert_eq!(recompute(&r), r, "{}", r.run);
+            assert_eq!(recompute(&r, None), r, "{}", r.run);
         }
     }
 
@@ -498,7 +509,7 @@ mod tests {
         spec.expect.time_to_running = Some(crate::spec::Bound {
             max: std::time::Duration::from_secs(1),
         });
-        let r = recompute(&r);
+        let r = recompute(&r, None);
         assert_eq!(r.verdict, Verdict::Fail);
         let xml = curve_junit(std::slice::from_ref(&r));
         let case = xml
@@ -533,13 +544,13 @@ mod tests {
         for i in &mut slow.observations.instances {
             i.volume_attached_ms = i.volume_attached_ms.map(|ms| ms * 3 / 2);
         }
-        *slow = recompute(slow);
+        *slow = recompute(slow, None);
         let lost = cand
             .iter_mut()
             .find(|r| r.variant == "lost-5-x20-taint")
             .unwrap();
         lost.observations.instances[0].volume_attached_ms = None;
-        *lost = recompute(lost);
+        *lost = recompute(lost, None);
         cand.retain(|r| r.variant != "lost-20-x20-none");
         let changes = compare(&base, &cand, Tolerance::Percent(20.0));
         let worse: Vec<&str> = changes
@@ -580,9 +591,9 @@ mod tests {
         let mut rs = recorded();
         rs.truncate(2);
         rs[0].error = Some("kwok exited".into());
-        rs[0] = recompute(&rs[0]);
+        rs[0] = recompute(&rs[0], None);
         rs[1].spec.as_mut().unwrap().expect = Default::default();
-        rs[1] = recompute(&rs[1]);
+        rs[1] = recompute(&rs[1], None);
         assert_eq!(rs[0].verdict, Verdict::Unknown);
         assert_eq!(rs[1].verdict, Verdict::Unknown);
         let xml = curve_junit(&rs);

@@ -580,6 +580,7 @@ impl Steps {
                 namespace: workload.namespace.clone(),
                 pod_selector: workload.selector(),
                 nodes: workload.nodes.clone(),
+                kube_events: true,
             },
             self.recorder.clone(),
         );

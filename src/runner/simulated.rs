@@ -7,21 +7,22 @@ use crate::cluster::kwok::{self, SIMULATED_TAINT};
 use crate::faults::{KwokNodeControl, NodeControl, NodeFault};
 use crate::journal::{Journal, Undo};
 use crate::observe::procs;
+use crate::observe::{Recorder, Scope};
 use crate::plan::PlannedRun;
 use crate::remediation;
 use crate::report::simulated::{SimulatedEnvironment, SimulatedResult};
 use crate::spec::{FaultKind, RemediationSpec};
-use crate::timeline::scale::{AffectedInstance, LostNode, ScaleObservations};
+use crate::timeline::scale::{ScaleFold, ScaleObservations};
+use crate::timeline::{Event, EventKind, Stage};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 use kube::api::{ListParams, PostParams};
-use kube::runtime::watcher;
 use kube::{Api, Client};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::vocab::{INSTANCE_LABEL, PLACING_TAINT};
@@ -104,14 +105,22 @@ pub struct SimulatedInvocation {
 /// `after` taint can then never land after the heal removed it.
 #[derive(Default)]
 struct RunTasks {
-    watches: tokio::task::JoinSet<()>,
+    watches: Vec<tokio::task::JoinHandle<()>>,
     taints: tokio::task::JoinSet<Result<(), String>>,
+    /// The run's events (`events.jsonl`), once its directory exists: the invocation records
+    /// the heal and the end of the run in it too.
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl RunTasks {
     async fn stop(&mut self) {
         self.taints.shutdown().await;
-        self.watches.shutdown().await;
+        for w in &self.watches {
+            w.abort();
+        }
+        for w in self.watches.drain(..) {
+            let _ = w.await;
+        }
     }
 }
 
@@ -298,6 +307,9 @@ async fn run_on(
         };
         // Nothing of the run's may act after this point: then heal what the journal says.
         tasks.stop().await;
+        if let Some(r) = &tasks.recorder {
+            r.record(EventKind::Stage { stage: Stage::Heal });
+        }
         let mut heal_errors = Vec::new();
         let healer = super::heal::Healer {
             client: client.clone(),
@@ -322,26 +334,29 @@ async fn run_on(
                 Err(e) => heal_errors.push(format!("{}: {e}", journal_path.display())),
             }
         }
-        let result = match outcome {
-            Ok(result) if heal_errors.is_empty() => result,
-            Ok(mut result) => {
-                // The figures stand; the run did not complete: its heal failed.
-                result.error = Some(format!("healing failed: {}", heal_errors.join("; ")));
-                crate::report::simulated::recompute(&result)
+        // A run that could not go on keeps what it observed until then (its events), and says
+        // why; a failed heal means the run did not complete, its figures stand.
+        let (partial, mut error) = match outcome {
+            Ok(mut p) => {
+                let e = p.error.take();
+                (p, e)
             }
-            Err(mut error) => {
-                // A run that could not go on has no figures of its own (its result says why).
-                if !heal_errors.is_empty() {
-                    error.push_str(&format!("; healing failed: {}", heal_errors.join("; ")));
-                }
-                ctx.finish(
-                    run,
-                    ScaleObservations::default(),
-                    Partial::default(),
-                    Some(error),
-                )
-            }
+            Err(e) => (Partial::default(), Some(e)),
         };
+        if !heal_errors.is_empty() {
+            let healing = format!("healing failed: {}", heal_errors.join("; "));
+            error = Some(match error {
+                Some(e) => format!("{e}; {healing}"),
+                None => healing,
+            });
+        }
+        let events = tasks.recorder.as_ref().map(|r| {
+            r.record(EventKind::RunFinished {
+                error: error.clone(),
+            });
+            r.since(0)
+        });
+        let result = ctx.finish(run, events.as_deref(), partial, error);
         match &result.error {
             Some(e) => eprintln!("error: {}: {e}", run.id),
             None => say(
@@ -397,18 +412,20 @@ struct RunContext {
 struct Partial {
     nodes: usize,
     lost_nodes: Option<usize>,
-    t0: Option<SystemTime>,
     cost: Vec<crate::timeline::scale::Usage>,
-    events_seen: u64,
+    /// What went wrong in nodedown's own steps without stopping the run (a taint it could not
+    /// write).
+    error: Option<String>,
 }
 
 impl RunContext {
-    /// The run's result from what it observed: milestones, taint reaction and the verdict of
-    /// [`crate::verdict::simulated`] (`error`: why it could not complete).
+    /// The run's result from its events (folded by [`crate::timeline::scale::ScaleFold`]):
+    /// milestones, taint reaction and the verdict of [`crate::verdict::simulated`] (`error`: why
+    /// it could not complete; `events`: none when it ended before its directory existed).
     fn finish(
         &self,
         run: &PlannedRun,
-        observations: ScaleObservations,
+        events: Option<&[Event]>,
         partial: Partial,
         error: Option<String>,
     ) -> SimulatedResult {
@@ -433,11 +450,7 @@ impl RunContext {
                 cluster: self.cluster.clone(),
             },
             lost_nodes: partial.lost_nodes.unwrap_or(planned_lost),
-            instances: if observations.instances.is_empty() {
-                run.workload.instances as usize
-            } else {
-                observations.instances.len()
-            },
+            instances: run.workload.instances as usize,
             remediation: if tainted {
                 "out-of-service-taint"
             } else {
@@ -447,18 +460,17 @@ impl RunContext {
             verdict: crate::verdict::Verdict::Unknown,
             expectations: vec![],
             error,
-            time_zero: partial
-                .t0
-                .map(|t0| humantime::format_rfc3339_millis(t0).to_string()),
+            time_zero: None,
             milestones: vec![],
             taint_reaction: None,
             cost: partial.cost,
-            events_seen: partial.events_seen,
-            observations,
+            events_seen: 0,
+            observations: ScaleObservations::default(),
             spec: Some(run.clone()),
         };
-        // Figures and verdict by the one rule `nodedown report` applies to the directory.
-        crate::report::simulated::recompute(&recorded)
+        // Observations, figures and verdict by the one rule `nodedown report` applies to the
+        // directory.
+        crate::report::simulated::recompute(&recorded, events)
     }
 
     /// Writes the run's results.json and summary.md.
@@ -539,160 +551,35 @@ pub fn instance_statefulset(
     .expect("a valid StatefulSet")
 }
 
-/// The live state the watches keep during a run.
-#[derive(Default)]
-struct Live {
-    lost: HashMap<String, NodeSeen>,
-    /// Instance name → what is known of it.
-    instances: HashMap<String, InstanceSeen>,
-    /// PersistentVolume name → instance name.
-    by_volume: HashMap<String, String>,
-    events: u64,
-    /// Nodes seen NotReady, for the taint reaction (taken by the remediation loop).
-    newly_not_ready: Vec<String>,
-    /// Wakes the remediation loop as soon as a node is seen NotReady: the taint reaction is one
-    /// watch delivery and one write, not a polling period.
-    not_ready_seen: Arc<tokio::sync::Notify>,
-}
-
-#[derive(Default, Clone)]
-struct NodeSeen {
-    not_ready: Option<SystemTime>,
-    unreachable: Option<SystemTime>,
-    tainted: Option<SystemTime>,
-}
-
-#[derive(Clone)]
-struct InstanceSeen {
-    node: String,
-    old_uid: String,
-    deleted: Option<SystemTime>,
-    detached: Option<SystemTime>,
-    running: Option<SystemTime>,
-    attached: Option<SystemTime>,
-}
-
-fn ms_after(t0: SystemTime, t: Option<SystemTime>) -> Option<u64> {
-    t.map(|t| t.duration_since(t0).unwrap_or_default().as_millis() as u64)
-}
-
-impl Live {
-    fn on_node(&mut self, n: &Node, now: SystemTime) {
-        let Some(name) = n.metadata.name.as_deref() else {
-            return;
-        };
-        let Some(seen) = self.lost.get_mut(name) else {
-            return;
-        };
-        if seen.not_ready.is_none() && !crate::observe::node_is_ready(n) {
-            seen.not_ready = Some(now);
-            self.newly_not_ready.push(name.to_string());
-            self.not_ready_seen.notify_one();
-        }
-        let unreachable = n
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .is_some_and(|t| {
-                t.iter()
-                    .any(|t| t.key == "node.kubernetes.io/unreachable" && t.effect == "NoExecute")
-            });
-        if unreachable && seen.unreachable.is_none() {
-            seen.unreachable = Some(now);
-        }
-    }
-
-    fn on_pod(&mut self, p: &Pod, deleted: bool, now: SystemTime) {
-        let Some(instance) = p
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(INSTANCE_LABEL))
-        else {
-            return;
-        };
-        let Some(seen) = self.instances.get_mut(instance) else {
-            return;
-        };
-        let uid = p.metadata.uid.as_deref().unwrap_or_default();
-        if uid == seen.old_uid {
-            if deleted && seen.deleted.is_none() {
-                seen.deleted = Some(now);
-            }
-            return;
-        }
-        let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
-        let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-        if !deleted && running && node.is_some_and(|n| n != seen.node) && seen.running.is_none() {
-            seen.running = Some(now);
-        }
-    }
-
-    fn on_attachment(&mut self, va: &VolumeAttachment, deleted: bool, now: SystemTime) {
-        let Some(pv) = va.spec.source.persistent_volume_name.as_deref() else {
-            return;
-        };
-        let Some(instance) = self.by_volume.get(pv) else {
-            return;
-        };
-        let Some(seen) = self.instances.get_mut(instance) else {
-            return;
-        };
-        if va.spec.node_name == seen.node {
-            if deleted && seen.detached.is_none() {
-                seen.detached = Some(now);
-            }
-        } else if !deleted
-            && va.status.as_ref().is_some_and(|s| s.attached)
-            && seen.attached.is_none()
-        {
-            seen.attached = Some(now);
-        }
-    }
-
-    fn all_back(&self) -> bool {
-        self.instances
-            .values()
-            .all(|i| i.running.is_some() && i.attached.is_some())
-    }
-
-    fn observations(&self, t0: SystemTime) -> ScaleObservations {
-        let mut nodes: Vec<LostNode> = self
-            .lost
-            .iter()
-            .map(|(name, s)| LostNode {
-                name: name.clone(),
-                not_ready_ms: ms_after(t0, s.not_ready),
-                unreachable_taint_ms: ms_after(t0, s.unreachable),
-                out_of_service_taint_ms: ms_after(t0, s.tainted),
-            })
-            .collect();
-        nodes.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut instances: Vec<AffectedInstance> = self
-            .instances
-            .iter()
-            .map(|(name, s)| AffectedInstance {
-                name: name.clone(),
-                node: s.node.clone(),
-                pod_deleted_ms: ms_after(t0, s.deleted),
-                volume_detached_ms: ms_after(t0, s.detached),
-                replacement_running_ms: ms_after(t0, s.running),
-                volume_attached_ms: ms_after(t0, s.attached),
-            })
-            .collect();
-        instances.sort_by(|a, b| a.name.cmp(&b.name));
-        ScaleObservations { nodes, instances }
-    }
-}
-
 async fn run_one(
     run: &PlannedRun,
     ctx: &RunContext,
     tasks: &mut RunTasks,
-) -> Result<SimulatedResult, String> {
+) -> Result<Partial, String> {
     let say = |m: String| say(ctx.quiet, ctx.started, format!("{} {m}", run.id));
     std::fs::create_dir_all(&ctx.out).map_err(|e| format!("{}: {e}", ctx.out.display()))?;
-    let journal = Journal::open(&ctx.out.join("journal.jsonl")).map_err(|e| e.to_string())?;
+    let run_json = ctx.out.join(crate::store::RUN_FILE);
+    std::fs::write(
+        &run_json,
+        serde_json::to_string_pretty(run).expect("a planned run serializes"),
+    )
+    .map_err(|e| format!("{}: {e}", run_json.display()))?;
+    let events_path = ctx.out.join(crate::store::EVENTS_FILE);
+    let recorder = Arc::new(
+        Recorder::create(&events_path).map_err(|e| format!("{}: {e}", events_path.display()))?,
+    );
+    tasks.recorder = Some(recorder.clone());
+    recorder.record(EventKind::RunStarted {
+        run: run.id.clone(),
+        experiment: run.experiment.clone(),
+        variant: run.variant.clone(),
+        repetition: run.repetition,
+    });
+    recorder.record(EventKind::Stage {
+        stage: Stage::Setup,
+    });
+    let journal =
+        Journal::open(&ctx.out.join(crate::store::JOURNAL_FILE)).map_err(|e| e.to_string())?;
     let client = &ctx.client;
     let node_count = run
         .cluster
@@ -813,6 +700,9 @@ async fn run_one(
     .map_err(|e| format!("creating the instances: {e}"))?;
 
     // Steady state: every pod Running on its node with its volume attached there.
+    recorder.record(EventKind::Stage {
+        stage: Stage::SteadyState,
+    });
     let placed = wait_steady(
         client,
         &ns,
@@ -843,32 +733,47 @@ async fn run_one(
     };
     say(format!("placed: {per_node}; placing taints removed"));
 
-    // The watches, started before the fault.
-    let live = Arc::new(Mutex::new(Live {
-        lost: lost
-            .iter()
-            .map(|n| (n.clone(), NodeSeen::default()))
-            .collect(),
-        instances: placed
-            .iter()
-            .map(|(instance, (node, uid))| {
-                (
-                    instance.clone(),
-                    InstanceSeen {
-                        node: node.clone(),
-                        old_uid: uid.clone(),
-                        deleted: None,
-                        detached: None,
-                        running: None,
-                        attached: None,
-                    },
-                )
-            })
-            .collect(),
-        by_volume,
-        ..Default::default()
-    }));
-    spawn_watches(&mut tasks.watches, client.clone(), ns.clone(), live.clone());
+    // The watches, recording into the run's events from before the fault; the fault waits
+    // until their first lists are in (every instance's pod and volume known).
+    recorder.record(EventKind::RunScope {
+        namespace: ns.clone(),
+        lane: None,
+        nodes: vec![],
+    });
+    tasks.watches = crate::observe::spawn_watchers(
+        client.clone(),
+        &Scope {
+            namespace: ns.clone(),
+            pod_selector: INSTANCE_LABEL.to_string(),
+            nodes: names.clone(),
+            kube_events: false,
+        },
+        recorder.clone(),
+    );
+    let mut fold = ScaleFold::new();
+    let mut folded = 0;
+    let synced_by = Instant::now() + Duration::from_secs(60);
+    loop {
+        let changed = recorder.changed();
+        for e in recorder.since(folded) {
+            fold.apply(&e);
+            folded += 1;
+        }
+        let (pods, volumes) = fold.known();
+        if pods >= placed.len() && volumes >= placed.len() {
+            break;
+        }
+        if Instant::now() >= synced_by {
+            return Err(format!(
+                "the watches did not list the run's objects in 60 s ({pods} of {} pods, {volumes} volumes)",
+                placed.len()
+            ));
+        }
+        tokio::select! {
+            _ = changed => {}
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+        }
+    }
 
     // Cost: sampled from the fault to the end of the recovery.
     let cp_comms = [
@@ -886,10 +791,12 @@ async fn run_one(
     let before_cp = sample(&ctx.container);
     let before_kwok = ctx.kwok_pid.and_then(procs::of_pid).unwrap_or_default();
     let (before_self, _) = procs::own();
-    let events_before = live.lock().unwrap().events;
     let stretch = Instant::now();
 
     // The fault: each node's heal journaled before it is applied, then all at once.
+    recorder.record(EventKind::Stage {
+        stage: Stage::Fault,
+    });
     let control = KwokNodeControl::new(client.clone());
     // With the out-of-service taint, its removal is journaled here too, before the fault (a
     // taint never applied is removed as a no-op): the reaction to a node seen NotReady is then
@@ -910,6 +817,12 @@ async fn run_one(
         }));
     }
     journal.record_all(undos).map_err(|e| e.to_string())?;
+    for node in &lost {
+        recorder.record(EventKind::FaultInjecting {
+            fault: FaultKind::NodeShutdown,
+            node: node.clone(),
+        });
+    }
     say(format!(
         "inject: node-shutdown (kwok) on {} node(s)",
         lost.len()
@@ -930,20 +843,33 @@ async fn run_one(
         }
     }))
     .await;
-    let mut t0: Option<SystemTime> = None;
-    for a in applied {
-        let effect = a.map_err(|e| e.to_string())?;
-        t0 = Some(t0.map_or(effect.at, |t: SystemTime| t.min(effect.at)));
+    let returned_ms = recorder.elapsed_ms();
+    let mut effects = Vec::new();
+    for (node, a) in lost.iter().zip(applied) {
+        let effect = a.map_err(|e| format!("inject node-shutdown on {node}: {e}"))?;
+        effects.push((node, effect));
     }
-    let t0 = t0.expect("at least one node");
+    // Time zero first: the earliest effect is recorded first.
+    effects.sort_by_key(|(_, e)| e.at);
+    for (node, effect) in effects {
+        recorder.record_at(
+            EventKind::FaultInjected {
+                fault: FaultKind::NodeShutdown,
+                node: node.clone(),
+                basis: effect.basis,
+                backend: Some(control.backend()),
+                returned_ms: Some(returned_ms),
+            },
+            Some(effect.at),
+        );
+    }
 
-    // The remediation: nodedown taints each node as soon as it sees it NotReady.
+    // The remediation: nodedown taints each node as soon as its events show it NotReady.
     let taint_after = match &run.remediation {
         RemediationSpec::OutOfServiceTaint { after, .. } => Some(*after),
         _ => None,
     };
     let nodes_api: Api<Node> = Api::all(client.clone());
-    let not_ready_seen = live.lock().unwrap().not_ready_seen.clone();
     let deadline = Instant::now() + run.timeouts.recovery;
     let mut peak: HashMap<String, u64> = HashMap::new();
     let mut last_sample = Instant::now();
@@ -951,28 +877,37 @@ async fn run_one(
         "recover: waiting for every instance's replacement Running with its volume attached".into(),
     );
     loop {
-        let (ready_nodes, back) = {
-            let mut l = live.lock().unwrap();
-            (std::mem::take(&mut l.newly_not_ready), l.all_back())
-        };
+        let changed = recorder.changed();
+        let mut not_ready = Vec::new();
+        for e in recorder.since(folded) {
+            not_ready.extend(fold.apply(&e));
+            folded += 1;
+        }
         if let Some(after) = taint_after {
             // Each taint's undo was journaled before the fault: nothing but the write is left.
-            for node in ready_nodes {
+            for node in not_ready {
                 let nodes_api = nodes_api.clone();
-                let live = live.clone();
+                let recorder = recorder.clone();
+                let name = run.remediation.name().to_string();
                 tasks.taints.spawn(async move {
                     tokio::time::sleep(after).await;
-                    let r = remediation::append_out_of_service_taint(&nodes_api, &node).await;
-                    if r.is_ok() {
-                        if let Some(s) = live.lock().unwrap().lost.get_mut(&node) {
-                            s.tainted = Some(SystemTime::now());
-                        }
-                    }
-                    r.map(|_| ()).map_err(|e| format!("taint {node}: {e}"))
+                    remediation::append_out_of_service_taint(&nodes_api, &node)
+                        .await
+                        .map_err(|e| format!("taint {node}: {e}"))?;
+                    recorder.record(EventKind::RemediationApplied {
+                        remediation: name,
+                        node: node.clone(),
+                        detail: format!(
+                            "{}={}:NoExecute",
+                            remediation::OUT_OF_SERVICE_KEY,
+                            remediation::OUT_OF_SERVICE_VALUE
+                        ),
+                    });
+                    Ok(())
                 });
             }
         }
-        if back || Instant::now() >= deadline {
+        if fold.all_back() || Instant::now() >= deadline {
             break;
         }
         if last_sample.elapsed() >= Duration::from_secs(2) {
@@ -983,9 +918,14 @@ async fn run_one(
             last_sample = Instant::now();
         }
         tokio::select! {
-            _ = not_ready_seen.notified() => {}
+            _ = changed => {}
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
         }
+    }
+    if !fold.all_back() {
+        recorder.record(EventKind::RecoveryTimeout {
+            after_ms: run.timeouts.recovery.as_millis() as u64,
+        });
     }
     let seconds = stretch.elapsed().as_secs_f64();
     let after_cp = sample(&ctx.container);
@@ -1016,23 +956,19 @@ async fn run_one(
             Err(e) => harness_errors.push(e.to_string()),
         }
     }
-    // Let the watches drain what has already happened.
+    // Let the watches record what has already happened, then stop them: the run's
+    // observations are its events up to here.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    tasks.watches.shutdown().await;
-    let (observations, events_seen) = {
-        let l = live.lock().unwrap();
-        (l.observations(t0), l.events - events_before)
-    };
-    let partial = Partial {
+    tasks.stop().await;
+    recorder.record(EventKind::Stage {
+        stage: Stage::Collect,
+    });
+    Ok(Partial {
         nodes: names.len(),
         lost_nodes: Some(lost.len()),
-        t0: Some(t0),
         cost,
-        events_seen,
-    };
-    let error = (!harness_errors.is_empty()).then(|| harness_errors.join("; "));
-    let result = ctx.finish(run, observations, partial, error);
-    Ok(result)
+        error: (!harness_errors.is_empty()).then(|| harness_errors.join("; ")),
+    })
 }
 
 /// Waits until every simulated node is Ready and its Lease was renewed since `since` (by this
@@ -1207,64 +1143,6 @@ async fn wait_steady(
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-}
-
-/// The three watches of a run, feeding `live` with the instant each event was seen.
-fn spawn_watches(
-    set: &mut tokio::task::JoinSet<()>,
-    client: Client,
-    ns: String,
-    live: Arc<Mutex<Live>>,
-) {
-    set.spawn(async move {
-        let nodes: Api<Node> = Api::all(client.clone());
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
-        let vas: Api<VolumeAttachment> = Api::all(client.clone());
-        let node_cfg = watcher::Config::default()
-            .labels(&format!("{}=true", crate::faults::kwok::SIMULATED_LABEL));
-        let l1 = live.clone();
-        let w1 = watcher(nodes, node_cfg).for_each(move |e| {
-            let now = SystemTime::now();
-            let mut l = l1.lock().unwrap();
-            l.events += 1;
-            match e {
-                Ok(watcher::Event::Apply(n)) | Ok(watcher::Event::InitApply(n)) => {
-                    l.on_node(&n, now)
-                }
-                _ => {}
-            }
-            futures::future::ready(())
-        });
-        let l2 = live.clone();
-        let w2 = watcher(pods, watcher::Config::default()).for_each(move |e| {
-            let now = SystemTime::now();
-            let mut l = l2.lock().unwrap();
-            l.events += 1;
-            match e {
-                Ok(watcher::Event::Apply(p)) | Ok(watcher::Event::InitApply(p)) => {
-                    l.on_pod(&p, false, now)
-                }
-                Ok(watcher::Event::Delete(p)) => l.on_pod(&p, true, now),
-                _ => {}
-            }
-            futures::future::ready(())
-        });
-        let l3 = live;
-        let w3 = watcher(vas, watcher::Config::default()).for_each(move |e| {
-            let now = SystemTime::now();
-            let mut l = l3.lock().unwrap();
-            l.events += 1;
-            match e {
-                Ok(watcher::Event::Apply(v)) | Ok(watcher::Event::InitApply(v)) => {
-                    l.on_attachment(&v, false, now)
-                }
-                Ok(watcher::Event::Delete(v)) => l.on_attachment(&v, true, now),
-                _ => {}
-            }
-            futures::future::ready(())
-        });
-        futures::join!(w1, w2, w3);
-    });
 }
 
 /// Starts kwok for `nodedown cleanup` of a simulated run: the nodes it heals come back only

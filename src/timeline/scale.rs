@@ -16,6 +16,7 @@
 //! - `replacement-ready`: both of the last two (the later of them): what a real kubelet would
 //!   need before the container starts.
 
+use super::{ConditionStatus, Event, EventKind, PodPhase};
 use serde::{Deserialize, Serialize};
 
 /// What was seen of one lost node (ms after the fault's time zero).
@@ -216,6 +217,263 @@ impl ScaleObservations {
     }
 }
 
+/// The claim template of a simulated instance's StatefulSet: its claim is `data-<pod>`.
+pub const CLAIM_TEMPLATE: &str = "data";
+
+/// The remediation name [`EventKind::RemediationApplied`] carries for nodedown's taint.
+const OUT_OF_SERVICE_TAINT: &str = "out-of-service-taint";
+const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
+
+/// The instance a pod belongs to: a simulated instance is a one-replica StatefulSet, whose pod
+/// is `<instance>-0` by the StatefulSet naming rule.
+fn instance_of_pod(pod: &str) -> &str {
+    pod.strip_suffix("-0").unwrap_or(pod)
+}
+
+#[derive(Debug, Clone, Default)]
+struct NodeAt {
+    not_ready: Option<u64>,
+    unreachable: Option<u64>,
+    tainted: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct InstanceAt {
+    /// The instance's pod as last seen Running before the fault: its node and uid.
+    node: String,
+    uid: String,
+    deleted: Option<u64>,
+    detached: Option<u64>,
+    running: Option<u64>,
+    attached: Option<u64>,
+}
+
+/// The observations of a simulated run as a fold over its recorded events, in recorded order —
+/// the one rule the runner applies live (event by event, to know when every instance is back
+/// and which node to taint) and `nodedown report` applies to `events.jsonl` afterwards.
+///
+/// Before the first `fault-injected`, `pod` events say where each instance runs (its last
+/// Running pod: node and uid) and `claim-bound` events which volume is whose. From then on:
+/// - a lost node is one a `fault-injected` names; it is `not-ready` at its first `node-ready`
+///   that is not True, `unreachable-taint` at the controller's `unreachable:NoExecute` taint
+///   added, `out-of-service-taint` when nodedown's `remediation-applied` says its patch returned;
+/// - an instance on a lost node is affected: `pod-deleted` when its pre-fault pod (by uid) is
+///   gone; `volume-detached` when its volume's VolumeAttachment to its old node is gone;
+///   `replacement-running` at a pod of the instance with another uid Running on another node;
+///   `volume-attached` when its volume's VolumeAttachment to another node says attached.
+///
+/// Times are ms after time zero, the earliest `fault-injected` (events recorded before it are
+/// stamped 0 rather than negative).
+#[derive(Debug, Clone, Default)]
+pub struct ScaleFold {
+    t0_ms: Option<u64>,
+    t0_wall: Option<String>,
+    faulted: bool,
+    nodes: std::collections::BTreeMap<String, NodeAt>,
+    instances: std::collections::BTreeMap<String, InstanceAt>,
+    /// PersistentVolume → instance.
+    by_volume: std::collections::HashMap<String, String>,
+    /// Events derived from the watches since the fault.
+    watched: u64,
+}
+
+impl ScaleFold {
+    pub fn new() -> ScaleFold {
+        ScaleFold::default()
+    }
+
+    /// The fold of a whole recorded run.
+    pub fn of(events: &[Event]) -> ScaleFold {
+        let mut f = ScaleFold::new();
+        for e in events {
+            f.apply(e);
+        }
+        f
+    }
+
+    /// Folds one event in; returns the lost node this event shows NotReady for the first time
+    /// (the runner's cue to taint it).
+    pub fn apply(&mut self, e: &Event) -> Option<String> {
+        let at = e.at_ms;
+        if self.faulted && e.what.resource().is_some() {
+            self.watched += 1;
+        }
+        match &e.what {
+            EventKind::FaultInjected { node, .. } => {
+                self.faulted = true;
+                if self.t0_ms.is_none_or(|t| at < t) {
+                    self.t0_ms = Some(at);
+                    self.t0_wall = Some(e.wall.clone());
+                }
+                self.nodes.entry(node.clone()).or_default();
+            }
+            EventKind::ClaimBound { claim, pv } => {
+                if let Some(pod) = claim
+                    .strip_prefix(CLAIM_TEMPLATE)
+                    .and_then(|c| c.strip_prefix('-'))
+                {
+                    self.by_volume
+                        .insert(pv.clone(), instance_of_pod(pod).to_string());
+                }
+            }
+            EventKind::Pod {
+                pod,
+                uid,
+                node,
+                phase,
+                ..
+            } => {
+                let instance = instance_of_pod(pod);
+                let running = *phase == PodPhase::Running;
+                if !self.faulted {
+                    if let (true, Some(node)) = (running, node) {
+                        let i = self.instances.entry(instance.to_string()).or_default();
+                        i.node = node.clone();
+                        i.uid = uid.clone();
+                    }
+                } else if let Some(i) = self.instances.get_mut(instance) {
+                    if running
+                        && *uid != i.uid
+                        && node.as_ref().is_some_and(|n| *n != i.node)
+                        && i.running.is_none()
+                    {
+                        i.running = Some(at);
+                    }
+                }
+            }
+            EventKind::PodDeleted { pod, uid, .. } if self.faulted => {
+                if let Some(i) = self.instances.get_mut(instance_of_pod(pod)) {
+                    if *uid == i.uid && i.deleted.is_none() {
+                        i.deleted = Some(at);
+                    }
+                }
+            }
+            EventKind::VolumeAttachment {
+                node,
+                pv: Some(pv),
+                attached: true,
+                ..
+            } if self.faulted => {
+                if let Some(i) = self
+                    .by_volume
+                    .get(pv)
+                    .and_then(|i| self.instances.get_mut(i))
+                {
+                    if *node != i.node && i.attached.is_none() {
+                        i.attached = Some(at);
+                    }
+                }
+            }
+            EventKind::VolumeAttachmentDeleted {
+                node, pv: Some(pv), ..
+            } if self.faulted => {
+                if let Some(i) = self
+                    .by_volume
+                    .get(pv)
+                    .and_then(|i| self.instances.get_mut(i))
+                {
+                    if *node == i.node && i.detached.is_none() {
+                        i.detached = Some(at);
+                    }
+                }
+            }
+            EventKind::NodeReady { node, status, .. } if self.faulted => {
+                if let Some(n) = self.nodes.get_mut(node) {
+                    if *status != ConditionStatus::True && n.not_ready.is_none() {
+                        n.not_ready = Some(at);
+                        return Some(node.clone());
+                    }
+                }
+            }
+            EventKind::NodeTaint {
+                node,
+                key,
+                effect,
+                added: true,
+                ..
+            } if self.faulted && key == UNREACHABLE_TAINT && effect == "NoExecute" => {
+                if let Some(n) = self.nodes.get_mut(node) {
+                    n.unreachable.get_or_insert(at);
+                }
+            }
+            EventKind::RemediationApplied {
+                remediation, node, ..
+            } if remediation == OUT_OF_SERVICE_TAINT => {
+                if let Some(n) = self.nodes.get_mut(node) {
+                    n.tainted.get_or_insert(at);
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// Before the fault: how many instances have a Running pod, and how many volumes are known
+    /// to be whose (the watches' first lists are in once both reach the instance count).
+    pub fn known(&self) -> (usize, usize) {
+        (self.instances.len(), self.by_volume.len())
+    }
+
+    /// Whether the fault was applied (a `fault-injected` was folded in).
+    pub fn faulted(&self) -> bool {
+        self.faulted
+    }
+
+    /// Time zero as recorded (RFC 3339), once the fault was applied.
+    pub fn time_zero(&self) -> Option<&str> {
+        self.t0_wall.as_deref()
+    }
+
+    /// Events derived from the watches since the fault.
+    pub fn watched_events(&self) -> u64 {
+        self.watched
+    }
+
+    /// The instances on a lost node (all of them until the fault names the lost nodes).
+    fn affected(&self) -> impl Iterator<Item = (&String, &InstanceAt)> {
+        self.instances
+            .iter()
+            .filter(|(_, i)| !self.faulted || self.nodes.contains_key(&i.node))
+    }
+
+    /// Whether every affected instance has a replacement Running with its volume attached.
+    pub fn all_back(&self) -> bool {
+        self.affected().next().is_some()
+            && self
+                .affected()
+                .all(|(_, i)| i.running.is_some() && i.attached.is_some())
+    }
+
+    /// What was seen, in ms after time zero.
+    pub fn observations(&self) -> ScaleObservations {
+        let t0 = self.t0_ms.unwrap_or(0);
+        let after = |t: Option<u64>| t.map(|t| t.saturating_sub(t0));
+        ScaleObservations {
+            nodes: self
+                .nodes
+                .iter()
+                .map(|(name, n)| LostNode {
+                    name: name.clone(),
+                    not_ready_ms: after(n.not_ready),
+                    unreachable_taint_ms: after(n.unreachable),
+                    out_of_service_taint_ms: after(n.tainted),
+                })
+                .collect(),
+            instances: self
+                .affected()
+                .map(|(name, i)| AffectedInstance {
+                    name: name.clone(),
+                    node: i.node.clone(),
+                    pod_deleted_ms: after(i.deleted),
+                    volume_detached_ms: after(i.detached),
+                    replacement_running_ms: after(i.running),
+                    volume_attached_ms: after(i.attached),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// What a process used over a stretch of time: average cores and peak memory seen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -307,6 +565,149 @@ mod tests {
                 .any(|x| x.milestone == Milestone::OutOfServiceTaint),
             "without the taint remediation the milestone is absent, not unreached"
         );
+    }
+
+    #[test]
+    fn the_fold_knows_nodedowns_own_taint_by_the_remediations_name() {
+        let spec = crate::spec::RemediationSpec::OutOfServiceTaint {
+            after: std::time::Duration::ZERO,
+            fence: false,
+        };
+        assert_eq!(OUT_OF_SERVICE_TAINT, spec.name());
+    }
+
+    // Synthetic events (hand-written, not recorded): what each milestone is taken from, and
+    // what does not count — another uid on the old node, the volume attached to the old node
+    // again, events before the fault.
+    #[test]
+    fn each_milestone_is_the_first_event_that_shows_it_after_the_fault() {
+        let ev = |at_ms: u64, what: EventKind| Event {
+            at_ms,
+            wall: format!("t{at_ms}"),
+            what,
+        };
+        let pod = |at: u64, uid: &str, node: &str, phase: PodPhase| {
+            ev(
+                at,
+                EventKind::Pod {
+                    pod: "i0000-0".into(),
+                    uid: uid.into(),
+                    node: Some(node.into()),
+                    phase,
+                    terminating: false,
+                    ready: false,
+                    started_at: None,
+                    reason: None,
+                },
+            )
+        };
+        let va = |at: u64, node: &str, attached: bool| {
+            ev(
+                at,
+                EventKind::VolumeAttachment {
+                    name: format!("va-{node}"),
+                    node: node.into(),
+                    pv: Some("pv-a".into()),
+                    attached,
+                },
+            )
+        };
+        let ready = |at: u64, status: ConditionStatus| {
+            ev(
+                at,
+                EventKind::NodeReady {
+                    node: "sim-0".into(),
+                    status,
+                    reason: None,
+                },
+            )
+        };
+        let events = vec![
+            pod(10, "old", "sim-0", PodPhase::Running),
+            ev(
+                11,
+                EventKind::ClaimBound {
+                    claim: "data-i0000-0".into(),
+                    pv: "pv-a".into(),
+                },
+            ),
+            ready(12, ConditionStatus::True),
+            ev(
+                1_000,
+                EventKind::FaultInjected {
+                    fault: crate::vocab::FaultKind::NodeShutdown,
+                    node: "sim-0".into(),
+                    basis: super::super::TimeZeroBasis::RequestReturned,
+                    backend: None,
+                    returned_ms: None,
+                },
+            ),
+            ready(1_500, ConditionStatus::True),
+            ready(17_000, ConditionStatus::Unknown),
+            ready(17_100, ConditionStatus::Unknown),
+            ev(
+                17_050,
+                EventKind::RemediationApplied {
+                    remediation: OUT_OF_SERVICE_TAINT.into(),
+                    node: "sim-0".into(),
+                    detail: String::new(),
+                },
+            ),
+            pod(20_000, "old2", "sim-0", PodPhase::Running),
+            ev(
+                21_000,
+                EventKind::PodDeleted {
+                    pod: "i0000-0".into(),
+                    uid: "old".into(),
+                    node: Some("sim-0".into()),
+                },
+            ),
+            pod(21_100, "new", "sim-3", PodPhase::Pending),
+            pod(21_200, "new", "sim-3", PodPhase::Running),
+            va(21_300, "sim-0", true),
+            ev(
+                22_000,
+                EventKind::VolumeAttachmentDeleted {
+                    name: "va-sim-0".into(),
+                    node: "sim-0".into(),
+                    pv: Some("pv-a".into()),
+                },
+            ),
+            va(23_000, "sim-3", false),
+            va(24_000, "sim-3", true),
+        ];
+        let mut live = ScaleFold::new();
+        let cues: Vec<String> = events.iter().filter_map(|e| live.apply(e)).collect();
+        assert_eq!(cues, ["sim-0"], "one cue to taint, at the first NotReady");
+        let f = ScaleFold::of(&events);
+        assert_eq!(f.time_zero(), Some("t1000"));
+        assert!(f.all_back());
+        let o = f.observations();
+        assert_eq!(
+            o.nodes,
+            [LostNode {
+                name: "sim-0".into(),
+                not_ready_ms: Some(16_000),
+                unreachable_taint_ms: None,
+                out_of_service_taint_ms: Some(16_050),
+            }]
+        );
+        assert_eq!(
+            o.instances,
+            [AffectedInstance {
+                name: "i0000".into(),
+                node: "sim-0".into(),
+                pod_deleted_ms: Some(20_000),
+                volume_detached_ms: Some(21_000),
+                replacement_running_ms: Some(20_200),
+                volume_attached_ms: Some(23_000),
+            }]
+        );
+        assert_eq!(f.watched_events(), 11, "watched events from the fault on");
+        let before: Vec<Event> = events[..3].to_vec();
+        let f = ScaleFold::of(&before);
+        assert_eq!(f.known(), (1, 1));
+        assert!(!f.faulted() && f.time_zero().is_none() && !f.all_back());
     }
 
     #[test]
