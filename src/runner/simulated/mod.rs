@@ -3,7 +3,11 @@
 //! cluster lock as real runs; the fault backend is kwok's. What is measured is the timeline of
 //! [`crate::timeline::scale`]; there is no data path, so no ledger, acks or integrity.
 
-use crate::cluster::kwok::{self, SIMULATED_TAINT};
+mod place;
+pub use place::instance_statefulset;
+use place::{place, Placement};
+
+use crate::cluster::kwok;
 use crate::faults::{KwokNodeControl, NodeControl, NodeFault};
 use crate::journal::{Journal, Undo};
 use crate::observe::procs;
@@ -14,21 +18,14 @@ use crate::report::simulated::{SimulatedEnvironment, SimulatedResult};
 use crate::spec::{FaultKind, RemediationSpec};
 use crate::timeline::scale::{ScaleFold, ScaleObservations};
 use crate::timeline::{Event, EventKind, Stage};
-use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, Pod};
-use k8s_openapi::api::storage::v1::VolumeAttachment;
-use kube::api::{ListParams, PostParams};
+use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::vocab::{INSTANCE_LABEL, PLACING_TAINT};
-/// How many API requests nodedown keeps in flight while it creates a run's objects.
-const CREATE_CONCURRENCY: usize = 16;
-
+use crate::vocab::INSTANCE_LABEL;
 /// What an invocation needs to reach and run the simulated cluster.
 pub struct SimulatedOptions {
     pub out: PathBuf,
@@ -488,75 +485,60 @@ impl RunContext {
     }
 }
 
-/// The namespace of a simulated run: its id as a DNS label.
-fn namespace_of(run: &PlannedRun) -> String {
-    let slug: String = run
-        .id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let mut ns = format!("nd-{slug}");
-    ns.truncate(63);
-    ns.trim_end_matches('-').to_string()
-}
-
-/// Instance `j`'s StatefulSet: one pod that must land on `node` first (preferred affinity, so
-/// its replacement may go anywhere), tolerating the simulated nodes' taint, with a claim
-/// pre-bound to its attaching volume.
-pub fn instance_statefulset(
-    ns: &str,
-    instance: &str,
-    node: &str,
-    size: &str,
-    mode: &str,
-) -> StatefulSet {
-    serde_json::from_value(serde_json::json!({
-        "metadata": {"name": instance, "namespace": ns},
-        "spec": {
-            "replicas": 1,
-            "serviceName": instance,
-            "selector": {"matchLabels": {INSTANCE_LABEL: instance}},
-            "template": {
-                "metadata": {"labels": {INSTANCE_LABEL: instance}},
-                "spec": {
-                    "tolerations": [{"key": SIMULATED_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
-                    "affinity": {"nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                            {"matchExpressions": [{"key": crate::faults::kwok::SIMULATED_LABEL, "operator": "In", "values": ["true"]}]}
-                        ]},
-                        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
-                            "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]
-                        }}]
-                    }},
-                    // Never pulled or run: kwok simulates the container.
-                    "containers": [{"name": "ledger", "image": "nodedown.invalid/simulated:none"}]
-                }
-            },
-            "volumeClaimTemplates": [{
-                "metadata": {"name": "data"},
-                "spec": {
-                    "accessModes": [mode],
-                    "storageClassName": crate::workload::ATTACH_CLASS,
-                    "resources": {"requests": {"storage": size}}
-                }
-            }]
-        }
-    }))
-    .expect("a valid StatefulSet")
-}
-
 async fn run_one(
     run: &PlannedRun,
     ctx: &RunContext,
     tasks: &mut RunTasks,
 ) -> Result<Partial, String> {
     let say = |m: String| say(ctx.quiet, ctx.started, format!("{} {m}", run.id));
+    let (journal, recorder) = open_run(run, ctx, tasks)?;
+    let placed = place(run, ctx, &journal, &recorder, &say).await?;
+    let (mut fold, folded) = watch(ctx, &placed, &recorder, tasks).await?;
+    let mut meter = CostMeter::start(ctx);
+    recorder.record(EventKind::Stage {
+        stage: Stage::Fault,
+    });
+    inject(run, ctx, &placed.lost, &journal, &recorder, &say).await?;
+    recover(
+        run, ctx, &recorder, &mut fold, folded, tasks, &mut meter, &say,
+    )
+    .await;
+    if !fold.all_back() {
+        recorder.record(EventKind::RecoveryTimeout {
+            after_ms: run.timeouts.recovery.as_millis() as u64,
+        });
+    }
+    let cost = meter.finish(ctx);
+    let mut harness_errors = Vec::new();
+    while let Some(t) = tasks.taints.join_next().await {
+        match t {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => harness_errors.push(e),
+            Err(e) => harness_errors.push(e.to_string()),
+        }
+    }
+    // Let the watches record what has already happened, then stop them: the run's
+    // observations are its events up to here.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tasks.stop().await;
+    recorder.record(EventKind::Stage {
+        stage: Stage::Collect,
+    });
+    Ok(Partial {
+        nodes: placed.names.len(),
+        lost_nodes: Some(placed.lost.len()),
+        cost,
+        error: (!harness_errors.is_empty()).then(|| harness_errors.join("; ")),
+    })
+}
+
+/// The run's directory: its planned run (`run.json`), its events (the recorder, also handed to
+/// the invocation for the heal) and its journal.
+fn open_run(
+    run: &PlannedRun,
+    ctx: &RunContext,
+    tasks: &mut RunTasks,
+) -> Result<(Journal, Arc<Recorder>), String> {
     std::fs::create_dir_all(&ctx.out).map_err(|e| format!("{}: {e}", ctx.out.display()))?;
     let run_json = ctx.out.join(crate::store::RUN_FILE);
     std::fs::write(
@@ -580,159 +562,20 @@ async fn run_one(
     });
     let journal =
         Journal::open(&ctx.out.join(crate::store::JOURNAL_FILE)).map_err(|e| e.to_string())?;
+    Ok((journal, recorder))
+}
+
+/// Starts the run's watches (recording into its events from before the fault) and waits until
+/// their first lists are in: every instance's pod and volume known to the fold. Returns the
+/// fold and how many events it has taken.
+async fn watch(
+    ctx: &RunContext,
+    p: &Placement,
+    recorder: &Arc<Recorder>,
+    tasks: &mut RunTasks,
+) -> Result<(ScaleFold, usize), String> {
     let client = &ctx.client;
-    let node_count = run
-        .cluster
-        .simulated_nodes
-        .unwrap_or(crate::spec::simulated::DEFAULT_SIMULATED_NODES);
-    let lost_count = if run.fault.target.nodes.is_empty() {
-        run.fault.target.count.unwrap_or(1)
-    } else {
-        run.fault.target.nodes.len() as u32
-    } as usize;
-    say(format!("simulated nodes: {node_count}"));
-    let store = PathBuf::from(kwok::HOST_DIR).join("csi");
-    let names = kwok::ensure_nodes(
-        client,
-        node_count,
-        crate::workload::ATTACH_DRIVER,
-        Some(&store),
-    )
-    .await
-    .map_err(|e| format!("simulated nodes: {e}"))?;
-    wait_nodes_ready(client, &names, ctx.kwok_started, Duration::from_secs(240)).await?;
-    let lost: Vec<String> = if run.fault.target.nodes.is_empty() {
-        names[..lost_count].to_vec()
-    } else {
-        run.fault.target.nodes.clone()
-    };
-
-    // Placement: the scheduler scores only a sample of a large cluster's nodes, so a preferred
-    // affinity alone does not hold at 200 nodes (first try: 4 of 20 pods elsewhere). The other
-    // simulated nodes are tainted NoSchedule while the instances are placed (journaled, removed
-    // again before the fault), so the lost nodes are the only feasible ones.
-    let nodes_api: Api<Node> = Api::all(client.clone());
-    let others: Vec<&String> = names.iter().filter(|n| !lost.contains(n)).collect();
-    say(format!(
-        "placing: tainting the {} other simulated nodes {PLACING_TAINT}:NoSchedule meanwhile",
-        others.len()
-    ));
-    for node in &others {
-        journal
-            .record(Undo::RemoveTaint {
-                node: (*node).clone(),
-                key: PLACING_TAINT.into(),
-            })
-            .map_err(|e| e.to_string())?;
-    }
-    futures::stream::iter(others.iter().map(|node| {
-        let nodes_api = nodes_api.clone();
-        async move {
-            remediation::add_taint(&nodes_api, node, PLACING_TAINT, "true", "NoSchedule").await
-        }
-    }))
-    .buffer_unordered(CREATE_CONCURRENCY)
-    .try_collect::<Vec<_>>()
-    .await
-    .map_err(|e| format!("placing taint: {e}"))?;
-
-    // The run's objects, each journaled before it is made.
-    let ns = namespace_of(run);
-    journal
-        .record(Undo::DeleteNamespace { name: ns.clone() })
-        .map_err(|e| e.to_string())?;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &crate::workload::namespace(&ns, &run.id),
-        )
-        .await
-        .map_err(|e| format!("namespace {ns}: {e}"))?;
-    let n = run.workload.instances as usize;
-    let mode = run.workload.access_mode;
-    say(format!(
-        "placing {n} instances on {} node(s) (a StatefulSet, a claim and an attaching volume each)",
-        lost.len()
-    ));
-    let plan: Vec<(String, String)> = (0..n)
-        .map(|j| (format!("i{j:04}"), lost[j % lost.len()].clone()))
-        .collect();
-    let pvs: Api<PersistentVolume> = Api::all(client.clone());
-    let stss: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
-    let mut by_volume = HashMap::new();
-    for (instance, _) in &plan {
-        let pv = crate::workload::attach_volume(
-            &ns,
-            &format!("{instance}-0"),
-            &run.workload.size,
-            mode,
-            &run.id,
-        );
-        let pv_name = pv.metadata.name.clone().unwrap_or_default();
-        journal
-            .record(Undo::DeletePersistentVolume {
-                name: pv_name.clone(),
-            })
-            .map_err(|e| e.to_string())?;
-        by_volume.insert(pv_name, instance.clone());
-    }
-    futures::stream::iter(plan.iter().map(|(instance, node)| {
-        let pvs = pvs.clone();
-        let stss = stss.clone();
-        let ns = ns.clone();
-        let size = run.workload.size.clone();
-        async move {
-            let pv =
-                crate::workload::attach_volume(&ns, &format!("{instance}-0"), &size, mode, &run.id);
-            pvs.create(&PostParams::default(), &pv).await?;
-            stss.create(
-                &PostParams::default(),
-                &instance_statefulset(&ns, instance, node, &size, mode.as_str()),
-            )
-            .await?;
-            Ok::<(), kube::Error>(())
-        }
-    }))
-    .buffer_unordered(CREATE_CONCURRENCY)
-    .try_collect::<Vec<()>>()
-    .await
-    .map_err(|e| format!("creating the instances: {e}"))?;
-
-    // Steady state: every pod Running on its node with its volume attached there.
-    recorder.record(EventKind::Stage {
-        stage: Stage::SteadyState,
-    });
-    let placed = wait_steady(
-        client,
-        &ns,
-        &plan,
-        &by_volume,
-        run.timeouts.steady_state,
-        &say,
-    )
-    .await?;
-    futures::stream::iter(others.iter().map(|node| {
-        let nodes_api = nodes_api.clone();
-        async move { remediation::remove_taint(&nodes_api, node, PLACING_TAINT).await }
-    }))
-    .buffer_unordered(CREATE_CONCURRENCY)
-    .try_collect::<Vec<_>>()
-    .await
-    .map_err(|e| format!("removing the placing taint: {e}"))?;
-    let per_node = {
-        let mut c: HashMap<&str, usize> = HashMap::new();
-        for (node, _) in placed.values() {
-            *c.entry(node.as_str()).or_default() += 1;
-        }
-        let (lo, hi) = (
-            c.values().min().copied().unwrap_or(0),
-            c.values().max().copied().unwrap_or(0),
-        );
-        format!("{lo}–{hi} pods per lost node")
-    };
-    say(format!("placed: {per_node}; placing taints removed"));
-
+    let (ns, names, placed) = (&p.ns, &p.names, &p.placed);
     // The watches, recording into the run's events from before the fault; the fault waits
     // until their first lists are in (every instance's pod and volume known).
     recorder.record(EventKind::RunScope {
@@ -774,29 +617,20 @@ async fn run_one(
             _ = tokio::time::sleep(Duration::from_millis(200)) => {}
         }
     }
+    Ok((fold, folded))
+}
 
-    // Cost: sampled from the fault to the end of the recovery.
-    let cp_comms = [
-        "kube-apiserver",
-        "etcd",
-        "kube-controller",
-        "kube-scheduler",
-    ];
-    let sample = |container: &Option<String>| {
-        container
-            .as_deref()
-            .map(|c| procs::in_container(c, &cp_comms))
-            .unwrap_or_default()
-    };
-    let before_cp = sample(&ctx.container);
-    let before_kwok = ctx.kwok_pid.and_then(procs::of_pid).unwrap_or_default();
-    let (before_self, _) = procs::own();
-    let stretch = Instant::now();
-
-    // The fault: each node's heal journaled before it is applied, then all at once.
-    recorder.record(EventKind::Stage {
-        stage: Stage::Fault,
-    });
+/// The fault on every lost node at once, each heal (and, with the taint, each taint's removal)
+/// journaled before; `fault-injected` recorded per node, the earliest effect first.
+async fn inject(
+    run: &PlannedRun,
+    ctx: &RunContext,
+    lost: &[String],
+    journal: &Journal,
+    recorder: &Recorder,
+    say: &impl Fn(String),
+) -> Result<(), String> {
+    let client = &ctx.client;
     let control = KwokNodeControl::new(client.clone());
     // With the out-of-service taint, its removal is journaled here too, before the fault (a
     // taint never applied is removed as a no-op): the reaction to a node seen NotReady is then
@@ -817,7 +651,7 @@ async fn run_one(
         }));
     }
     journal.record_all(undos).map_err(|e| e.to_string())?;
-    for node in &lost {
+    for node in lost {
         recorder.record(EventKind::FaultInjecting {
             fault: FaultKind::NodeShutdown,
             node: node.clone(),
@@ -863,7 +697,24 @@ async fn run_one(
             Some(effect.at),
         );
     }
+    Ok(())
+}
 
+/// Waits until every instance is back (or the recovery timeout), tainting each lost node the
+/// moment the fold shows it NotReady (with the out-of-service taint), sampling the control
+/// plane's memory meanwhile.
+#[allow(clippy::too_many_arguments)]
+async fn recover(
+    run: &PlannedRun,
+    ctx: &RunContext,
+    recorder: &Arc<Recorder>,
+    fold: &mut ScaleFold,
+    mut folded: usize,
+    tasks: &mut RunTasks,
+    meter: &mut CostMeter,
+    say: &impl Fn(String),
+) {
+    let client = &ctx.client;
     // The remediation: nodedown taints each node as soon as its events show it NotReady.
     let taint_after = match &run.remediation {
         RemediationSpec::OutOfServiceTaint { after, .. } => Some(*after),
@@ -871,8 +722,6 @@ async fn run_one(
     };
     let nodes_api: Api<Node> = Api::all(client.clone());
     let deadline = Instant::now() + run.timeouts.recovery;
-    let mut peak: HashMap<String, u64> = HashMap::new();
-    let mut last_sample = Instant::now();
     say(
         "recover: waiting for every instance's replacement Running with its volume attached".into(),
     );
@@ -910,238 +759,92 @@ async fn run_one(
         if fold.all_back() || Instant::now() >= deadline {
             break;
         }
-        if last_sample.elapsed() >= Duration::from_secs(2) {
-            for (k, u) in sample(&ctx.container) {
-                let p = peak.entry(k).or_default();
-                *p = (*p).max(u.rss_kib);
-            }
-            last_sample = Instant::now();
-        }
+        meter.sample(ctx);
         tokio::select! {
             _ = changed => {}
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
         }
     }
-    if !fold.all_back() {
-        recorder.record(EventKind::RecoveryTimeout {
-            after_ms: run.timeouts.recovery.as_millis() as u64,
-        });
-    }
-    let seconds = stretch.elapsed().as_secs_f64();
-    let after_cp = sample(&ctx.container);
-    let after_kwok = ctx.kwok_pid.and_then(procs::of_pid).unwrap_or_default();
-    let (after_self, self_hwm) = procs::own();
-    let mut cost: Vec<procs::Usage> = after_cp
-        .iter()
-        .map(|(k, a)| {
-            let b = before_cp.get(k).copied().unwrap_or_default();
-            procs::usage(k, b, *a, peak.get(k).copied().unwrap_or(0), seconds)
-        })
-        .collect();
-    if ctx.kwok_pid.is_some() {
-        cost.push(procs::usage("kwok", before_kwok, after_kwok, 0, seconds));
-    }
-    cost.push(procs::usage(
-        "nodedown",
-        before_self,
-        after_self,
-        self_hwm,
-        seconds,
-    ));
-    let mut harness_errors = Vec::new();
-    while let Some(t) = tasks.taints.join_next().await {
-        match t {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => harness_errors.push(e),
-            Err(e) => harness_errors.push(e.to_string()),
-        }
-    }
-    // Let the watches record what has already happened, then stop them: the run's
-    // observations are its events up to here.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    tasks.stop().await;
-    recorder.record(EventKind::Stage {
-        stage: Stage::Collect,
-    });
-    Ok(Partial {
-        nodes: names.len(),
-        lost_nodes: Some(lost.len()),
-        cost,
-        error: (!harness_errors.is_empty()).then(|| harness_errors.join("; ")),
-    })
 }
 
-/// Waits until every simulated node is Ready and its Lease was renewed since `since` (by this
-/// invocation's kwok: a Lease a previous kwok held is taken over only once it expired, and a
-/// node whose Lease nobody renews goes NotReady under the run).
-async fn wait_nodes_ready(
-    client: &Client,
-    names: &[String],
-    since: SystemTime,
-    timeout: Duration,
-) -> Result<(), String> {
-    use k8s_openapi::api::coordination::v1::Lease;
-    let nodes: Api<Node> = Api::all(client.clone());
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
-    let since = k8s_openapi::jiff::Timestamp::try_from(since).map_err(|e| e.to_string())?;
-    let deadline = Instant::now() + timeout;
-    loop {
-        let list = nodes
-            .list(
-                &ListParams::default()
-                    .labels(&format!("{}=true", crate::faults::kwok::SIMULATED_LABEL)),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        let ready = list
-            .items
-            .iter()
-            .filter(|n| {
-                names
-                    .iter()
-                    .any(|x| Some(x.as_str()) == n.metadata.name.as_deref())
-            })
-            .filter(|n| crate::observe::node_is_ready(n))
-            .count();
-        let renewed = leases
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.to_string())?
-            .items
-            .iter()
-            .filter(|l| {
-                names
-                    .iter()
-                    .any(|x| Some(x.as_str()) == l.metadata.name.as_deref())
-            })
-            .filter(|l| {
-                l.spec
-                    .as_ref()
-                    .and_then(|s| s.renew_time.as_ref())
-                    .is_some_and(|t| t.0 > since)
-            })
-            .count();
-        if ready == names.len() && renewed == names.len() {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "{ready} of {} simulated nodes Ready, {renewed} Leases renewed by this kwok, after {} (kwok takes a node over once its old Lease expired, {} s)",
-                names.len(),
-                crate::units::fmt_duration(timeout),
-                kwok::LEASE_SECONDS
-            ));
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
+/// What the control plane, kwok and nodedown use from the fault to the end of the recovery.
+struct CostMeter {
+    before_cp: std::collections::BTreeMap<String, procs::ProcUse>,
+    before_kwok: procs::ProcUse,
+    before_self: procs::ProcUse,
+    /// Peak RSS (KiB) of each control-plane process, sampled every 2 s.
+    peak: HashMap<String, u64>,
+    last_sample: Instant,
+    stretch: Instant,
 }
 
-/// Waits until every instance's pod is Running on its planned node with its volume attached
-/// there; returns instance → (node, pod uid).
-async fn wait_steady(
-    client: &Client,
-    ns: &str,
-    plan: &[(String, String)],
-    by_volume: &HashMap<String, String>,
-    timeout: Duration,
-    say: &impl Fn(String),
-) -> Result<HashMap<String, (String, String)>, String> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let vas: Api<VolumeAttachment> = Api::all(client.clone());
-    let lost_nodes: std::collections::HashSet<&str> =
-        plan.iter().map(|(_, n)| n.as_str()).collect();
-    let deadline = Instant::now() + timeout;
-    let mut last_said = Instant::now();
-    loop {
-        let list = pods
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.to_string())?;
-        let mut placed = HashMap::new();
-        let mut misplaced = Vec::new();
-        for p in &list.items {
-            let Some(instance) = p
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(INSTANCE_LABEL))
-            else {
-                continue;
-            };
-            let node = p
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.clone())
-                .unwrap_or_default();
-            let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-            if !running {
-                continue;
-            }
-            if lost_nodes.contains(node.as_str()) {
-                placed.insert(
-                    instance.clone(),
-                    (node, p.metadata.uid.clone().unwrap_or_default()),
-                );
-            } else {
-                misplaced.push(format!("{instance} on {node}"));
-            }
+/// The control plane's processes, as their `comm` begins.
+const CONTROL_PLANE: [&str; 4] = [
+    "kube-apiserver",
+    "etcd",
+    "kube-controller",
+    "kube-scheduler",
+];
+
+fn control_plane(ctx: &RunContext) -> std::collections::BTreeMap<String, procs::ProcUse> {
+    ctx.container
+        .as_deref()
+        .map(|c| procs::in_container(c, &CONTROL_PLANE))
+        .unwrap_or_default()
+}
+
+impl CostMeter {
+    fn start(ctx: &RunContext) -> CostMeter {
+        CostMeter {
+            before_cp: control_plane(ctx),
+            before_kwok: ctx.kwok_pid.and_then(procs::of_pid).unwrap_or_default(),
+            before_self: procs::own().0,
+            peak: HashMap::new(),
+            last_sample: Instant::now(),
+            stretch: Instant::now(),
         }
-        if !misplaced.is_empty() {
-            return Err(format!(
-                "{} instance(s) not on a node to be lost ({}): the placing taint did not hold",
-                misplaced.len(),
-                misplaced
-                    .iter()
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+    }
+
+    /// Samples the control plane's memory when the last sample is 2 s old.
+    fn sample(&mut self, ctx: &RunContext) {
+        if self.last_sample.elapsed() < Duration::from_secs(2) {
+            return;
         }
-        let attached = vas
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.to_string())?
-            .items
-            .into_iter()
-            .filter(|va| va.status.as_ref().is_some_and(|s| s.attached))
-            .filter(|va| {
-                va.spec
-                    .source
-                    .persistent_volume_name
-                    .as_ref()
-                    .and_then(|pv| by_volume.get(pv))
-                    .is_some_and(|i| {
-                        placed
-                            .get(i)
-                            .is_some_and(|(node, _)| *node == va.spec.node_name)
-                    })
+        for (k, u) in control_plane(ctx) {
+            let p = self.peak.entry(k).or_default();
+            *p = (*p).max(u.rss_kib);
+        }
+        self.last_sample = Instant::now();
+    }
+
+    fn finish(self, ctx: &RunContext) -> Vec<procs::Usage> {
+        let seconds = self.stretch.elapsed().as_secs_f64();
+        let after_kwok = ctx.kwok_pid.and_then(procs::of_pid).unwrap_or_default();
+        let (after_self, self_hwm) = procs::own();
+        let mut cost: Vec<procs::Usage> = control_plane(ctx)
+            .iter()
+            .map(|(k, a)| {
+                let b = self.before_cp.get(k).copied().unwrap_or_default();
+                procs::usage(k, b, *a, self.peak.get(k).copied().unwrap_or(0), seconds)
             })
-            .count();
-        if placed.len() == plan.len() && attached == plan.len() {
-            say(format!(
-                "steady state: {} pods Running, {attached} volumes attached",
-                placed.len()
-            ));
-            return Ok(placed);
-        }
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "steady state not reached in {}: {} of {} pods Running on their node, {attached} volumes attached",
-                crate::units::fmt_duration(timeout),
-                placed.len(),
-                plan.len()
+            .collect();
+        if ctx.kwok_pid.is_some() {
+            cost.push(procs::usage(
+                "kwok",
+                self.before_kwok,
+                after_kwok,
+                0,
+                seconds,
             ));
         }
-        if last_said.elapsed() >= Duration::from_secs(10) {
-            say(format!(
-                "steady state: {} of {} pods Running, {attached} volumes attached",
-                placed.len(),
-                plan.len()
-            ));
-            last_said = Instant::now();
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        cost.push(procs::usage(
+            "nodedown",
+            self.before_self,
+            after_self,
+            self_hwm,
+            seconds,
+        ));
+        cost
     }
 }
 
