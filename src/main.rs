@@ -13,6 +13,22 @@ fn main() -> std::process::ExitCode {
             });
         }
     };
+    if matches!(
+        cli.command,
+        nodedown::cli::Command::Report(_)
+            | nodedown::cli::Command::Validate(_)
+            | nodedown::cli::Command::Compare(_)
+            | nodedown::cli::Command::Schema(_)
+    ) {
+        // These only read files and print: a reader that went away (`| head -1`) ends them
+        // quietly, as it ends kubectl or grep, instead of a panic on the failed print. Commands
+        // that touch a cluster keep Rust's default (SIGPIPE ignored, EPIPE an error), so a
+        // closed socket can never kill a run before it heals.
+        // SAFETY: setting a signal's disposition to the default before any thread is started.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             // kube-client logs every 5xx answer at ERROR; the pod proxy answers 503 while a

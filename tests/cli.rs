@@ -611,3 +611,35 @@ fn flags_that_do_not_apply_to_simulated_runs_are_refused_by_name() {
         assert!(!stderr.contains(flag), "{flag} applies: {stderr}");
     }
 }
+
+/// `nodedown report DIR --format json | head -c 1`: the reader goes away after one byte of a
+/// 130 KB report; nodedown ends quietly (SIGPIPE, as kubectl or grep do), not with a panic
+/// (exit 101). The same for `validate` of every experiment.
+#[test]
+fn a_reader_that_goes_away_ends_report_and_validate_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    for args in [
+        vec!["report", "--format", "json", "tests/fixtures/runs/fleet"],
+        vec!["validate", "experiments/"],
+    ] {
+        let mut child = nodedown()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let mut first = [0u8; 1];
+        out.read_exact(&mut first).unwrap();
+        drop(out);
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            output.status.code() == Some(0) || output.status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {:?} {stderr}",
+            output.status
+        );
+    }
+}
