@@ -643,3 +643,41 @@ fn a_reader_that_goes_away_ends_report_and_validate_quietly() {
         );
     }
 }
+
+/// A mistyped `--only` is refused (exit 2) before anything runs, with the variant it probably
+/// meant and every variant there is, instead of silently running the others; `validate` lists
+/// each experiment's variants.
+#[test]
+fn an_only_that_names_no_variant_is_refused_with_a_suggestion() {
+    let out = nodedown()
+        .args([
+            "run",
+            "experiments/node-shutdown.yaml",
+            "--only",
+            "none",
+            "--only",
+            "out-of-servce-taint",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--only out-of-servce-taint: no variant is named so; did you mean `out-of-service-taint`?"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("experiments/node-shutdown.yaml: none, out-of-service-taint"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--only none:"), "none exists: {stderr}");
+    let out = nodedown()
+        .args(["validate", "experiments/node-shutdown.yaml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("variants: none, out-of-service-taint, force-delete-pod, delete-node"),
+        "{stdout}"
+    );
+}

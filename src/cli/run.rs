@@ -256,6 +256,28 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
     invoke(&args, quiet, &experiments, &runs, &out, cluster_opts).await
 }
 
+/// The error for `--only` values that name no variant: each with its likely meaning, and every
+/// variant there is.
+pub(crate) fn only_error(
+    unmatched: &[(String, Option<String>)],
+    experiments: &[(PathBuf, crate::spec::Experiment)],
+) -> String {
+    let mut msg = String::new();
+    for (value, closest) in unmatched {
+        msg.push_str(&format!("--only {value}: no variant is named so"));
+        if let Some(c) = closest {
+            msg.push_str(&format!("; did you mean `{c}`?"));
+        }
+        msg.push('\n');
+    }
+    msg.push_str("the variants of these experiments:");
+    for (file, exp) in experiments {
+        let names: Vec<&str> = exp.variant_specs().iter().map(|v| v.name).collect();
+        msg.push_str(&format!("\n  {}: {}", file.display(), names.join(", ")));
+    }
+    msg
+}
+
 /// The experiments read (each with its file) and the runs planned from them.
 type Planned = (
     Vec<(PathBuf, crate::spec::Experiment)>,
@@ -291,6 +313,11 @@ fn plan(args: &RunArgs) -> Result<Planned, u8> {
                 }
             }
         }
+    }
+    let unmatched = crate::plan::unmatched_only(experiments.iter().map(|(_, e)| e), &args.only);
+    if !unmatched.is_empty() {
+        error(only_error(&unmatched, &experiments));
+        return Err(EXIT_BAD_INPUT);
     }
     let plan_opts = PlanOptions {
         repeat: args.repeat,

@@ -15,12 +15,14 @@ pub fn validate(args: ValidateArgs) -> u8 {
         Ok(experiments) => {
             for (file, exp) in &experiments {
                 let runs = plan::expand(exp, file, &PlanOptions::default());
+                let variants: Vec<&str> = exp.variant_specs().iter().map(|v| v.name).collect();
                 println!(
-                    "{}: ok ({}, {} run{})",
+                    "{}: ok ({}, {} run{}; variants: {})",
                     file.display(),
                     exp.name,
                     runs.len(),
-                    if runs.len() == 1 { "" } else { "s" }
+                    if runs.len() == 1 { "" } else { "s" },
+                    variants.join(", ")
                 );
             }
             EXIT_OK

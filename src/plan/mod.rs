@@ -44,6 +44,34 @@ pub struct PlanOptions {
 
 pub use crate::spec::DEFAULT_VARIANT;
 
+/// The `--only` values that name no variant of `experiments`, each with the variant name it is
+/// most likely a typo of (when one is close): a value that matches nothing must not silently
+/// shrink the invocation.
+pub fn unmatched_only<'a>(
+    experiments: impl IntoIterator<Item = &'a Experiment>,
+    only: &[String],
+) -> Vec<(String, Option<String>)> {
+    let names: Vec<String> = experiments
+        .into_iter()
+        .flat_map(|e| {
+            e.variant_specs()
+                .iter()
+                .map(|v| v.name.to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let candidates: Vec<&str> = names.iter().map(String::as_str).collect();
+    only.iter()
+        .filter(|o| !names.contains(o))
+        .map(|o| {
+            (
+                o.clone(),
+                crate::spec::closest(o, &candidates).map(String::from),
+            )
+        })
+        .collect()
+}
+
 /// Expands one experiment into its runs, variants in file order, repetitions innermost.
 pub fn expand(exp: &Experiment, file: &std::path::Path, opts: &PlanOptions) -> Vec<PlannedRun> {
     let repeat = opts.repeat.unwrap_or(exp.repeat).max(1);
