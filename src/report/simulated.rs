@@ -212,6 +212,8 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
         let fig = |m: M| r.milestones.iter().find(|f| f.milestone == m);
         let all = |m: M| match fig(m) {
             Some(f) if f.all_ms().is_some() => secs(f.all_ms()),
+            // Nothing to reach it (a run that ended before its fault): not observed.
+            Some(f) if f.of == 0 => "—".into(),
             Some(f) => format!("{}/{} only", f.reached, f.of),
             None => "—".into(),
         };
@@ -489,6 +491,17 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("docs/simulated-scale/curve.json");
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_run_that_ended_before_its_fault_shows_nothing_observed_not_zero_of_zero() {
+        let mut r = recorded().remove(0);
+        r.observations = ScaleObservations::default();
+        r.error = Some("interrupted: SIGINT".into());
+        let r = recompute(&r, None);
+        let md = curve_markdown(&[r]);
+        assert!(!md.contains("0/0 only"), "{md}");
+        assert!(md.contains("| — | — |"), "{md}");
     }
 
     #[test]
