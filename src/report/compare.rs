@@ -429,13 +429,7 @@ pub fn render_markdown(c: &Comparison) -> String {
 mod tests {
     use super::*;
 
-    fn recorded(name: &str) -> Report {
-        let path = format!(
-            "{}/tests/fixtures/runs/{name}/results.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        crate::report::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::report::fixtures::recorded;
 
     #[test]
     fn a_misspelt_tolerance_key_is_refused_naming_the_closest_metric() {

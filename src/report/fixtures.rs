@@ -146,6 +146,15 @@ pub(crate) fn golden_runs() -> Vec<(PlannedRun, Vec<Event>)> {
 }
 
 /// The report every golden file is rendered from.
+/// The results.json of the recorded run directory `tests/fixtures/runs/<name>/` (real runs).
+pub(crate) fn recorded(name: &str) -> Report {
+    let path = format!(
+        "{}/tests/fixtures/runs/{name}/results.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    super::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 pub(crate) fn golden_report() -> Report {
     assemble::report(golden_runs(), "0.1.0-test")
 }

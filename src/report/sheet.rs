@@ -619,13 +619,7 @@ pub fn compare(
 mod tests {
     use super::*;
 
-    fn recorded(name: &str) -> Report {
-        let path = format!(
-            "{}/tests/fixtures/runs/{name}/results.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        super::super::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::report::fixtures::recorded;
 
     /// The recorded replicated runs (real), renamed here as if they were a qualification's
     /// power-off rows; a not-applicable row and a row without runs around them.

@@ -415,13 +415,7 @@ pub fn experiment(exp: &ExperimentResult) -> String {
 mod tests {
     use super::*;
 
-    fn recorded(name: &str) -> crate::report::Report {
-        let path = format!(
-            "{}/tests/fixtures/runs/{name}/results.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        crate::report::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::report::fixtures::recorded;
 
     /// Well-formed XML, one mark per phase of each run, a band per measured outage.
     #[test]

@@ -1231,7 +1231,9 @@ fn random_suffix() -> String {
     format!("{:05x}", h.finish() & 0xfffff)
 }
 
-fn namespace_name(run: &PlannedRun) -> String {
+/// A run's namespace: `nd-<experiment>-<variant>-<repetition>-<random suffix>`, a DNS label new
+/// in every run (real and simulated alike).
+pub(crate) fn namespace_name(run: &PlannedRun) -> String {
     let clean = |s: &str| {
         s.chars()
             .map(|c| {
@@ -1268,6 +1270,33 @@ fn peer_addresses(nodes: &[Node], node: &str) -> Vec<String> {
 mod tests {
     use super::several_nodes;
     use crate::spec::Target;
+
+    #[test]
+    fn a_runs_namespace_is_a_dns_label_new_in_every_run() {
+        let mut run = crate::plan::fixtures::planned(
+            "Scale_Simulated",
+            "lost-20-x20-taint",
+            1,
+            crate::spec::RemediationSpec::None,
+            crate::plan::fixtures::secs(60),
+            Default::default(),
+        );
+        let ns = super::namespace_name(&run);
+        assert!(
+            ns.starts_with("nd-scale-simulated-lost-20-x20-taint-1-"),
+            "{ns}"
+        );
+        assert_ne!(ns, super::namespace_name(&run), "a new suffix each time");
+        run.experiment = "x".repeat(80);
+        let ns = super::namespace_name(&run);
+        assert!(ns.len() <= 63 && !ns.contains("--"), "{ns}");
+        assert!(
+            ns.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !ns.ends_with('-'),
+            "{ns}"
+        );
+    }
 
     fn workers() -> Vec<String> {
         ["w1", "w2", "w3"].iter().map(|s| s.to_string()).collect()

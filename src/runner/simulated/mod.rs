@@ -271,20 +271,6 @@ async fn run_on(
         .await
         .map(|v| v.git_version)
         .unwrap_or_default();
-    // Five base-36 digits of the invocation's start (seconds): new in every invocation.
-    let nonce = {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
-        let mut n = secs % 36u64.pow(5);
-        let mut digits = Vec::new();
-        for _ in 0..5 {
-            digits.push(std::char::from_digit((n % 36) as u32, 36).expect("a base-36 digit"));
-            n /= 36;
-        }
-        digits.iter().rev().collect::<String>()
-    };
     let mut inv = SimulatedInvocation {
         results: Vec::new(),
         errors: Vec::new(),
@@ -310,7 +296,6 @@ async fn run_on(
             kwok_pid: kwok.pid(),
             kwok_started: kwok.started,
             kwok_version: kwok_version.clone(),
-            nonce: nonce.clone(),
         };
         let mut tasks = RunTasks::default();
         let outcome = tokio::select! {
@@ -417,8 +402,6 @@ struct RunContext {
     kwok_pid: Option<u32>,
     kwok_started: SystemTime,
     kwok_version: String,
-    /// This invocation's own suffix of its runs' namespaces (see `place::namespace_of`).
-    nonce: String,
 }
 
 /// The figures of a run besides its observations, as far as it got.

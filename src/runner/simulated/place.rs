@@ -23,29 +23,6 @@ use std::time::{Duration, Instant, SystemTime};
 /// How many API requests nodedown keeps in flight while it creates a run's objects.
 const CREATE_CONCURRENCY: usize = 16;
 
-/// The namespace of a simulated run: its id as a DNS label, ending in `-<nonce>` (the
-/// invocation's). Its volumes' handles (`<namespace>.data-<pod>`) are then new to the driver in
-/// every invocation: a driver record an earlier invocation left behind (one ended before its
-/// heal could detach, e.g. killed) can never make a volume of this run look attached elsewhere.
-/// Seen: a 400-instance run stuck at 106 of 400 volumes attached, each refused with "is attached
-/// to node sim-0101", a node of the previous invocation's replacements.
-fn namespace_of(run: &PlannedRun, nonce: &str) -> String {
-    let slug: String = run
-        .id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let mut ns = format!("nd-{slug}");
-    ns.truncate(63 - 1 - nonce.len());
-    format!("{}-{nonce}", ns.trim_end_matches('-'))
-}
-
 /// Instance `j`'s StatefulSet: one pod that must land on `node` first (preferred affinity, so
 /// its replacement may go anywhere), tolerating the simulated nodes' taint, with a claim
 /// pre-bound to its attaching volume.
@@ -170,7 +147,13 @@ pub(super) async fn place(
     .map_err(|e| format!("placing taint: {e}"))?;
 
     // The run's objects, each journaled before it is made.
-    let ns = namespace_of(run, &ctx.nonce);
+    // A namespace new in every run (the random suffix), so its volumes' handles
+    // (`<namespace>.data-<pod>`) are new to the driver: a record an earlier invocation left
+    // behind (one ended before its heal could detach, e.g. killed) can never make a volume of
+    // this run look attached elsewhere. Seen with the same name in every invocation: a
+    // 400-instance run stuck at 106 of 400 volumes attached, each refused with "is attached to
+    // node sim-0101", a node of the previous invocation's replacements.
+    let ns = crate::runner::namespace_name(run);
     journal
         .record(Undo::DeleteNamespace { name: ns.clone() })
         .map_err(|e| e.to_string())?;
@@ -444,28 +427,5 @@ async fn wait_steady(
             last_said = Instant::now();
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_runs_namespace_is_a_dns_label_ending_in_the_invocations_nonce() {
-        let mut run = crate::plan::fixtures::planned(
-            "scale",
-            "lost",
-            1,
-            crate::spec::RemediationSpec::None,
-            crate::plan::fixtures::secs(60),
-            Default::default(),
-        );
-        run.id = "Scale_Simulated/lost-20-x20-taint/1".into();
-        assert_eq!(
-            super::namespace_of(&run, "k3x9a"),
-            "nd-scale-simulated-lost-20-x20-taint-1-k3x9a"
-        );
-        run.id = "x".repeat(80);
-        let ns = super::namespace_of(&run, "k3x9a");
-        assert!(ns.len() <= 63 && ns.ends_with("-k3x9a"), "{ns}");
     }
 }
