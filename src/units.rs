@@ -22,6 +22,11 @@ pub fn fmt_ms(ms: u64) -> String {
     }
 }
 
+/// A lower bound: `≥ 1m30s` (an outage still open when the watch ended).
+pub fn fmt_at_least(ms: u64) -> String {
+    format!("≥ {}", fmt_ms(ms))
+}
+
 /// A duration as the user writes it in an experiment, without spaces: `2m`, `1m30s`, `7m5s`,
 /// `1h`, `250ms`, `0s` (units h, m, s, ms, us, ns, each at most once, largest first). The spec loader reads every output of this function back as the same
 /// duration (tested in `spec`).

@@ -727,3 +727,137 @@ fn the_simulated_milestones_are_the_times_of_the_recorded_lines() {
     }
     assert_eq!(result["verdict"], "pass");
 }
+
+/// The write outage of a run that did not come back is open, from the last write acknowledged
+/// before the fault to the end of the watch — the affected member's, never an undisturbed
+/// replica's — and reads `≥ D (not restored)`, never `—`.
+#[test]
+fn a_write_outage_never_restored_is_open_and_the_affected_members() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
+    let window = |r: &RunResult| {
+        r.phases
+            .iter()
+            .find(|p| p.name == Phase::RecoveryTimeout)
+            .map(|p| p.at_ms as i64)
+            .expect("a recovery timeout")
+    };
+    // replicated/none: ledger-1's node was off for the whole run; ledger-0 and -2 wrote on.
+    let report = stored(&root.join("replicated"));
+    let r = run(&report, "replicated-statefulset/none/1");
+    let o = r.write_outage.as_ref().expect("an outage");
+    assert!(!o.restored);
+    assert_eq!(o.until_ms, window(r));
+    assert_eq!(Some(o), r.instances[1].write_outage.as_ref(), "ledger-1's");
+    assert!(o.duration_ms >= 60_000, "{o:?}");
+    for i in [&r.instances[0], &r.instances[2]] {
+        let own = i.write_outage.as_ref().unwrap();
+        assert!(
+            own.restored && own.duration_ms < 1_000,
+            "{}: {own:?}",
+            i.name
+        );
+    }
+    let restored = run(&report, "replicated-statefulset/out-of-service-taint/1");
+    assert_eq!(
+        restored.write_outage.as_ref(),
+        restored.instances[1].write_outage.as_ref()
+    );
+    assert!(restored.write_outage.as_ref().unwrap().restored);
+
+    // attach-detach/none: one ledger, never back.
+    let report = stored(&root.join("attach-detach"));
+    let r = run(&report, "attach-detach/none/1");
+    let o = r.write_outage.as_ref().expect("an outage, not absent");
+    assert!(
+        !o.restored && o.from_ms <= 0 && o.until_ms == window(r),
+        "{o:?}"
+    );
+    let table = nodedown::report::table::render(&report, false);
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("attach-detach/none/1"))
+        .unwrap();
+    assert!(line.contains("≥ 1m30s (not restored)"), "{line}");
+    assert!(line.contains("never (1m30s)"), "{line}");
+    let md = nodedown::report::markdown::render(&report);
+    assert!(md.contains("| ≥ 1m30s (not restored) |"), "{md}");
+
+    // A fleet that did not come back: every instance's outage open, the run's the longest.
+    let report = stored(&root.join("fleet"));
+    let r = run(&report, "fleet/force-delete-10-first-minute/1");
+    assert!(r
+        .instances
+        .iter()
+        .all(|i| i.write_outage.as_ref().is_some_and(|o| !o.restored)));
+    let longest = r
+        .instances
+        .iter()
+        .map(|i| i.write_outage.as_ref().unwrap().duration_ms)
+        .max();
+    assert_eq!(r.write_outage.as_ref().map(|o| o.duration_ms), longest);
+    let v = &report.experiments[0]
+        .variants
+        .iter()
+        .find(|v| v.variant == "force-delete-10-first-minute")
+        .unwrap();
+    assert_eq!(v.write_outage, None, "no restored outage to spread");
+    assert_eq!(v.write_outage_not_restored, 1);
+}
+
+/// A green pass says what happened beside it: the unfenced partition's split brain (expected),
+/// the kubelet-stop force delete's split brain (no expectation asked), the runs that never
+/// came back.
+#[test]
+fn a_pass_shows_its_outcome() {
+    use nodedown::report::outcome::{Data, Recovery};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
+    let report = stored(&root.join("network-partition"));
+    let r = run(&report, "network-partition/oos-taint-unfenced/1");
+    let o = r.outcome.as_ref().unwrap();
+    assert_eq!(r.verdict, nodedown::report::Verdict::Pass);
+    assert_eq!(
+        (o.recovery, o.data),
+        (Recovery::Recovered, Some(Data::SplitBrain))
+    );
+    assert!(
+        o.summary.contains("split brain: 2 writers (as expected)"),
+        "{}",
+        o.summary
+    );
+    let table = nodedown::report::table::render(&report, false);
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("network-partition/oos-taint-unfenced/1"))
+        .unwrap();
+    assert!(line.contains("split brain (2 writers)"), "{line}");
+    assert!(line.ends_with("as expected: split brain"), "{line}");
+    assert!(
+        table.contains("data: 1 split brain, 1 nothing lost"),
+        "{table}"
+    );
+    let html = nodedown::report::html::render(&report);
+    assert!(html.contains("split brain: 2 writers (as expected)"));
+
+    let report = stored(&root.join("kubelet-stop"));
+    let r = run(&report, "kubelet-stop/force-delete-pod/1");
+    assert_eq!(r.verdict, nodedown::report::Verdict::Pass);
+    assert_eq!(r.outcome.as_ref().unwrap().data, Some(Data::SplitBrain));
+    let table = nodedown::report::table::render(&report, false);
+    assert!(
+        table.contains("unchecked: split brain (no integrity expectation)"),
+        "{table}"
+    );
+
+    let report = stored(&root.join("node-shutdown"));
+    let r = run(&report, "node-shutdown/none/1");
+    let o = r.outcome.as_ref().unwrap();
+    assert_eq!(o.recovery, Recovery::NotRecovered);
+    assert!(
+        o.summary
+            .starts_with("not recovered within 1m30s (as expected)"),
+        "{}",
+        o.summary
+    );
+    let junit = nodedown::report::junit::render(&report);
+    assert!(junit.contains("outcome: not recovered within 1m30s (as expected)"));
+}

@@ -96,6 +96,7 @@ mod tests {
             write_outage: None,
             expectations: vec![],
             verdict,
+            outcome: None,
             error: error.then(|| "boom".to_string()),
             environment: None,
             spec_hash: String::new(),

@@ -52,19 +52,23 @@ fn instance_parts(
         vec![crate::verdict::undisturbed(&timeline)]
     };
     let outage = match (ledger, timeline.fault_at_ms) {
-        (Some((_, acks)), Some(fault)) => write_outage(acks, fault).map(|o| (o, fault)),
+        (Some((_, acks)), Some(fault)) => {
+            let watch_end = fault + timeline.observed_ms.unwrap_or(0);
+            write_outage(acks, fault, watch_end).map(|o| (o, fault))
+        }
         _ => None,
     };
     expectations.extend(evaluate_integrity(
         run,
         ledger.map(|(r, _)| r),
-        outage.map(|(o, _)| o.duration_ms()),
+        outage.map(|(o, _)| o),
         ledger.map_or(0, |(_, a)| a.len()),
     ));
     let outage = outage.map(|(o, fault)| WriteOutage {
         duration_ms: o.duration_ms(),
         from_ms: o.from_ms as i64 - fault as i64,
         until_ms: o.until_ms as i64 - fault as i64,
+        restored: o.restored,
     });
     let integrity = ledger.map(|(r, _)| IntegrityResult {
         verdict: r.verdict,
@@ -206,10 +210,13 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
             .collect();
         let expectations = combine_instances(&per);
         let integrity = fleet_integrity(&parts);
+        // The members the fault took: an open outage before any restored one, then the
+        // longest.
         let outage = parts
             .iter()
+            .filter(|p| p.timeline.affected())
             .filter_map(|p| p.outage.clone())
-            .max_by_key(|o| o.duration_ms);
+            .max_by_key(|o| (!o.restored, o.duration_ms));
         let timeline = parts[slowest].timeline.clone();
         let instances = parts
             .into_iter()
@@ -273,7 +280,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
         ),
         _ => None,
     };
-    RunResult {
+    let mut result = RunResult {
         id: run.id.clone(),
         variant: run.variant.clone(),
         repetition: run.repetition,
@@ -343,7 +350,10 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
                 })
                 .collect(),
         }),
-    }
+        outcome: None,
+    };
+    result.outcome = Some(super::outcome::of(&result));
+    result
 }
 
 /// The `namespace` label of a counter series (`name{namespace="nd-x",reason="…"}`), if any.
@@ -427,8 +437,14 @@ pub fn summarize(runs: &[RunResult]) -> Vec<VariantSummary> {
                 .collect();
             let outages: Vec<u64> = of
                 .iter()
-                .filter_map(|r| r.write_outage.as_ref().map(|o| o.duration_ms))
+                .filter_map(|r| r.write_outage.as_ref())
+                .filter(|o| o.restored)
+                .map(|o| o.duration_ms)
                 .collect();
+            let write_outage_not_restored = of
+                .iter()
+                .filter(|r| r.write_outage.as_ref().is_some_and(|o| !o.restored))
+                .count();
             let mut integrity = std::collections::BTreeMap::new();
             for r in &of {
                 if let Some(i) = &r.integrity {
@@ -445,6 +461,7 @@ pub fn summarize(runs: &[RunResult]) -> Vec<VariantSummary> {
                 pass_rate: passed as f64 / of.len() as f64,
                 metrics,
                 write_outage: crate::units::spread(&outages),
+                write_outage_not_restored,
                 integrity,
             }
         })

@@ -112,7 +112,7 @@ fn instances(out: &mut String, r: &RunResult, svg: &str) {
                 .map_or("—".into(), |ms| fmt_ms(*ms)),
             i.write_outage
                 .as_ref()
-                .map_or("—".into(), |o| fmt_ms(o.duration_ms)),
+                .map_or("—".into(), super::text::outage_text),
             i.integrity
                 .as_ref()
                 .map_or("—".to_string(), |x| badge(x.verdict)),
@@ -132,12 +132,13 @@ pub fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "<h1>nodedown results</h1><p>{} · {} runs: {} passed, {} failed, {} unknown</p>",
+        "<h1>nodedown results</h1><p class=\"banner\">{} · {} runs: {} passed, {} failed, {} unknown · {}</p>",
         xml_escape(&report.tool),
         runs.len(),
         count(Verdict::Pass),
         count(Verdict::Fail),
-        count(Verdict::Unknown)
+        count(Verdict::Unknown),
+        xml_escape(&super::outcome::banner(&runs))
     );
     for exp in &report.experiments {
         let _ = writeln!(
@@ -151,18 +152,27 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "<h4>where the time went</h4>");
             out.push_str(&svg);
         }
-        let mut header = "<tr><th>run</th><th>verdict</th>".to_string();
+        let mut header =
+            "<tr><th>run</th><th>remediation</th><th>verdict</th><th>what happened</th>"
+                .to_string();
         for m in Metric::ALL {
             let _ = write!(header, "<th>{}</th>", m.name());
         }
-        header.push_str("<th>write outage</th></tr>");
+        header.push_str("<th>write outage</th><th>integrity</th></tr>");
         let _ = writeln!(out, "<table>{header}");
         for r in &exp.runs {
+            let outcome = super::outcome::of(r).summary;
+            let note = super::outcome::pass_note(r)
+                .filter(|_| r.verdict == Verdict::Pass)
+                .map(|n| format!("<br><em>{}</em>", xml_escape(&n)))
+                .unwrap_or_default();
             let mut row = format!(
-                r##"<tr><td><a href="#{}">{}</a></td><td>{}</td>"##,
+                r##"<tr><td><a href="#{}">{}</a></td><td>{}</td><td>{}</td><td class="outcome">{}{note}</td>"##,
                 xml_escape(&r.id),
                 xml_escape(&r.id),
-                badge(r.verdict)
+                xml_escape(&r.remediation),
+                badge(r.verdict),
+                xml_escape(&outcome)
             );
             for m in Metric::ALL {
                 let _ = write!(
@@ -173,10 +183,15 @@ pub fn render(report: &Report) -> String {
             }
             let _ = write!(
                 row,
-                "<td>{}</td></tr>",
+                "<td>{}</td><td>{}</td></tr>",
                 r.write_outage
                     .as_ref()
-                    .map_or("—".into(), |o| fmt_ms(o.duration_ms))
+                    .map_or("—".into(), super::text::outage_text),
+                r.integrity.as_ref().map_or("—".to_string(), |i| format!(
+                    "{} {}",
+                    badge(i.verdict),
+                    xml_escape(&super::outcome::cells(r).1)
+                ))
             );
             let _ = writeln!(out, "{row}");
         }

@@ -90,13 +90,15 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
                 .collect();
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
             status.set_type("expectation");
-            status.set_message(
+            status.set_message(format!(
+                "{} — what happened: {}",
                 failed
                     .iter()
                     .map(|e| mismatch(e))
                     .collect::<Vec<_>>()
                     .join("; "),
-            );
+                super::outcome::of(run).summary
+            ));
             let mut text: Vec<String> = failed
                 .iter()
                 .map(|e| format!("{}: {}", e.name, e.evidence))
@@ -114,7 +116,11 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
             } else {
                 "unknown"
             });
-            status.set_message(unknown_reason(run));
+            status.set_message(format!(
+                "{} — what happened: {}",
+                unknown_reason(run),
+                super::outcome::of(run).summary
+            ));
             let text: Vec<String> = run
                 .expectations
                 .iter()
@@ -243,6 +249,7 @@ fn system_out(run: &RunResult) -> String {
         run.target_node.as_deref().unwrap_or("?"),
         run.remediation
     );
+    out.push_str(&format!("outcome: {}\n", super::outcome::of(run).summary));
     if let Some(err) = &run.error {
         out.push_str(&format!("error: {err}\n"));
     }
@@ -387,7 +394,8 @@ mod tests {
         assert_eq!(*kind, NonSuccessKind::Failure);
         assert_eq!(
             message.as_ref().unwrap().as_str(),
-            "timeToReady: expected <= 7m5s, got 7m08s"
+            "timeToReady: expected <= 7m5s, got 7m08s — what happened: recovered in 7m08s (as \
+             expected)"
         );
         assert!(description
             .as_ref()
@@ -401,7 +409,8 @@ mod tests {
         assert_eq!(*kind, NonSuccessKind::Error);
         assert_eq!(
             message.as_ref().unwrap().as_str(),
-            "harness error: run did not finish (no run-finished event)"
+            "harness error: run did not finish (no run-finished event) — what happened: not \
+             recovered while watched (the watch was cut short)"
         );
         let TestCaseStatus::NonSuccess { message, .. } = &strict.test_cases[3].status else {
             panic!("unchecked#1 must be unknown")

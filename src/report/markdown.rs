@@ -9,7 +9,7 @@
 use super::text::{mismatch, problem, verdict_word};
 use super::{ExperimentResult, Report, RunResult, Verdict};
 use crate::timeline::Metric;
-use crate::units::{fmt_ms, median};
+use crate::units::fmt_ms;
 use std::fmt::Write;
 
 /// The metric columns, in failover order.
@@ -84,14 +84,20 @@ fn render_with(report: &Report, evidence: bool) -> String {
     let _ = writeln!(out, "## {} nodedown results\n", icon(overall));
     let _ = writeln!(
         out,
-        "{} · {total} {}: {pass} passed, {fail} failed, {unknown} unknown\n",
+        "{} · {total} {}: {pass} passed, {fail} failed, {unknown} unknown{}\n",
         report.tool,
-        if total == 1 { "run" } else { "runs" }
+        if total == 1 { "run" } else { "runs" },
+        if total > 0 {
+            let runs: Vec<&RunResult> = report.experiments.iter().flat_map(|e| &e.runs).collect();
+            format!(" · {}", super::outcome::banner(&runs))
+        } else {
+            String::new()
+        }
     );
     if total > 0 {
         out.push_str(
             "Times from the fault; median (min–max) over repetitions; `[k/n]`: only k of n runs \
-             got there; `—`: never happened.\n",
+             got there; `—`: never happened; `≥ D (not restored)`: still open when the watch ended.\n",
         );
     }
     if let Some(inv) = &report.invocation {
@@ -205,21 +211,9 @@ fn environment_line(env: &crate::report::Environment) -> String {
     format!("Environment: {}", parts.join(" · "))
 }
 
-/// The median write outage of a variant's runs (`—` when none was measured).
+/// The write outage of a variant's runs (see `text::outage_over`).
 fn outage_cell(runs: &[&RunResult]) -> String {
-    let v: Vec<u64> = runs
-        .iter()
-        .filter_map(|r| r.write_outage.as_ref().map(|o| o.duration_ms))
-        .collect();
-    let Some(median) = median(&v) else {
-        return "—".into();
-    };
-    let median = fmt_ms(median);
-    if v.len() < runs.len() {
-        format!("{median} [{}/{}]", v.len(), runs.len())
-    } else {
-        median
-    }
+    super::text::outage_over(runs)
 }
 
 fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
@@ -231,8 +225,8 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
     if let Some(line) = wall_time(&exp.runs) {
         let _ = writeln!(out, "{line}\n");
     }
-    let mut header = "| variant | remediation | verdict |".to_string();
-    let mut rule = "|---|---|---|".to_string();
+    let mut header = "| variant | remediation | verdict | outcome |".to_string();
+    let mut rule = "|---|---|---|---|".to_string();
     for m in COLUMNS {
         let _ = write!(header, " {} |", m.name());
         rule.push_str("--:|");
@@ -255,10 +249,11 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
     for v in variants {
         let runs: Vec<&RunResult> = exp.runs.iter().filter(|r| r.variant == v).collect();
         let mut row = format!(
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} |",
             cell(v),
             cell(&runs[0].remediation),
-            verdicts(&runs)
+            verdicts(&runs),
+            cell(&super::outcome::over(&runs))
         );
         for m in COLUMNS {
             let _ = write!(row, " {} |", aggregate(&runs, m));
@@ -393,7 +388,12 @@ fn gantt(out: &mut String, exp: &ExperimentResult) {
         if let Some(o) = &r.write_outage {
             let _ = writeln!(
                 out,
-                "    write outage :done, {}, {}ms",
+                "    {} :done, {}, {}ms",
+                if o.restored {
+                    "write outage"
+                } else {
+                    "write outage (not restored)"
+                },
                 o.from_ms.max(0),
                 o.duration_ms.max(1)
             );
@@ -770,7 +770,9 @@ mod tests {
         assert!(md.contains("| 7m03s (7m03s–7m08s) |"), "{md}");
         // The baseline never got past NotReady.
         assert!(
-            md.contains("| baseline | none | ✅ pass | 20.6s | — | — | — | — | — | — |"),
+            md.contains(
+                "| baseline | none | ✅ pass | not recovered within 2m00s (as expected) | 20.6s | — | — | — | — | — | — |"
+            ),
             "{md}"
         );
         // Two oos-taint runs, one cut off before the replacement: only one got there.

@@ -93,8 +93,12 @@ pub struct VariantSummary {
     pub pass_rate: f64,
     /// Metric name → spread over the runs that measured it.
     pub metrics: BTreeMap<String, crate::units::Spread>,
+    /// Over the runs whose outage ended while watched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_outage: Option<crate::units::Spread>,
+    /// Runs whose write outage was still open when the watch ended (not in `writeOutage`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub write_outage_not_restored: usize,
     /// Integrity verdicts of the checker over the runs (ledger only): verdict → count.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub integrity: BTreeMap<String, usize>,
@@ -152,12 +156,17 @@ pub struct RunResult {
     /// Metric name → milliseconds from time zero. A metric whose phase never happened, or was
     /// seen only at the end of a watch gap (see the phase's `sinceMs`), is absent.
     pub metrics: BTreeMap<String, u64>,
-    /// The ledger's write outage (its own origin: the last acknowledged write before the fault).
+    /// The ledger's write outage (its own origin: the last acknowledged write before the fault):
+    /// of the members the fault took (a replica on an untouched node is not the outage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_outage: Option<WriteOutage>,
     pub expectations: Vec<ExpectationResult>,
     /// Pass when every expectation passed; Fail when any failed; else Unknown.
     pub verdict: Verdict,
+    /// What happened, whatever was expected (`report::outcome::of` over this result; absent in
+    /// results of nodedown before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<super::outcome::Outcome>,
     /// The harness could not complete the run (then the verdict is Unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -362,16 +371,34 @@ pub struct TimeZeroResult {
 }
 
 /// The write outage: from the last write acknowledged before the fault to the first new write
-/// acknowledged after it, on the harness's clock.
+/// acknowledged after it while the failover was watched, on the harness's clock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WriteOutage {
-    /// Its length.
+    /// Its length; a lower bound when not `restored`.
     pub duration_ms: u64,
     /// Where it began, ms relative to time zero (≤ 0: the last ack before the fault).
     pub from_ms: i64,
-    /// Where it ended, ms relative to time zero (the first new ack after the fault).
+    /// Where it ended, ms relative to time zero: the first new ack after the fault, or when
+    /// not `restored` the end of the watch.
     pub until_ms: i64,
+    /// False when no write was acknowledged again before the watch ended (recovery timeout or
+    /// fault healed): the outage was still open then and lasted at least `durationMs`.
+    /// Absent: true.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub restored: bool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 /// The wall time of one `nodedown run` invocation, by part (milliseconds).

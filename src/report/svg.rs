@@ -147,15 +147,39 @@ fn row(out: &mut String, r: &Row<'_>, y: u32, axis: u64) {
         fmt_ms(healed)
     );
     if let Some(o) = r.outage {
+        // An outage still open when the watch ended is drawn to there with an arrow head: it
+        // went on. Its length is written beside it, not only in the tooltip.
+        let (x0, x1) = (x(o.from_ms, axis), x(o.until_ms, axis));
+        let text = super::text::outage_text(o);
+        let class = if o.restored {
+            "write-outage"
+        } else {
+            "write-outage open"
+        };
         let _ = writeln!(
             out,
-            r##"<rect class="write-outage" x="{:.1}" y="{}" width="{:.1}" height="8" fill="#e74c3c" opacity="0.6"><title>write outage {} ({}–{} from the fault)</title></rect>"##,
-            x(o.from_ms, axis),
+            r##"<rect class="{class}" x="{:.1}" y="{}" width="{:.1}" height="8" fill="#e74c3c" opacity="0.6"><title>write outage {} ({}–{} ms from the fault)</title></rect>"##,
+            x0,
             mid - 4,
-            (x(o.until_ms, axis) - x(o.from_ms, axis)).max(1.0),
-            fmt_ms(o.duration_ms),
+            (x1 - x0).max(1.0),
+            xml_escape(&text),
             o.from_ms,
             o.until_ms
+        );
+        if !o.restored {
+            let _ = writeln!(
+                out,
+                r##"<path class="outage-open" d="M{:.1},{} l8,8 l-8,8 z" fill="#e74c3c"/>"##,
+                x1,
+                mid - 8
+            );
+        }
+        let _ = writeln!(
+            out,
+            r##"<text class="outage-label" x="{:.1}" y="{}" font-size="10" fill="#c0392b">writes down {}</text>"##,
+            x0 + 2.0,
+            mid + 14,
+            xml_escape(&text)
         );
     }
     for p in phases {

@@ -1,23 +1,31 @@
 //! The compact terminal table: one row per run, then a one-line tally.
 //!
 //! ```text
-//! RUN                        VERDICT  NOT-READY  RUNNING  READY  DETAIL
-//! node-shutdown/oos-taint/1  pass     20.9s      31.8s    39.7s
+//! RUN                            VERDICT  NOT-READY  READY          WRITES-DOWN             DATA                     DETAIL
+//! network-partition/unfenced/1   pass     16.8s      27.7s          28.9s                   split brain (2 writers)  as expected: split brain
+//! node-shutdown/none/1           pass     16.9s      never (1m30s)  ≥ 1m30s (not restored)  intact                   as expected: not recovered
 //! ```
-//! Times are from the fault; `—` when the phase never happened. DETAIL names the failed
-//! expectations (or why the run is unknown). With `color`, the verdict is colored with ANSI
-//! escapes (the caller decides: a terminal, and `NO_COLOR` unset).
+//! Times are from the fault. The verdict says whether the run met its expectations; the
+//! columns after it say what happened (`report::outcome`): READY is `never (W)` when no
+//! replacement was Ready in the W the failover was watched (`7/10 by W` for a fleet), DATA is
+//! the ledger's (`—` without one). DETAIL names the failed expectations (or why the run is
+//! unknown), and for a run that passed what it did that a green `pass` would hide. With
+//! `color`, the verdict is colored with ANSI escapes (the caller decides: a terminal, and
+//! `NO_COLOR` unset). The tally ends with the invocation's outcome banner.
 
 use super::text::problem;
 use super::{Report, RunResult, Verdict};
 use crate::timeline::Metric;
 use crate::units::fmt_ms;
 
-const HEADER: [&str; 6] = ["RUN", "VERDICT", "NOT-READY", "RUNNING", "READY", "DETAIL"];
-const METRICS: [Metric; 3] = [
-    Metric::TimeToNotReady,
-    Metric::TimeToRunning,
-    Metric::TimeToReady,
+const HEADER: [&str; 7] = [
+    "RUN",
+    "VERDICT",
+    "NOT-READY",
+    "READY",
+    "WRITES-DOWN",
+    "DATA",
+    "DETAIL",
 ];
 
 fn verdict_text(v: Verdict) -> &'static str {
@@ -37,26 +45,28 @@ fn paint(v: Verdict, s: &str) -> String {
     format!("\x1b[{code}m{s}\x1b[0m")
 }
 
-fn row(run: &RunResult) -> [String; 6] {
-    let metric = |m: Metric| {
-        run.metrics
-            .get(m.name())
-            .map_or_else(|| "—".to_string(), |ms| fmt_ms(*ms))
-    };
+fn row(run: &RunResult) -> [String; 7] {
+    let (ready, data) = super::outcome::cells(run);
+    let detail = problem(run).or_else(|| super::outcome::pass_note(run));
     [
         run.id.clone(),
         verdict_text(run.verdict).to_string(),
-        metric(METRICS[0]),
-        metric(METRICS[1]),
-        metric(METRICS[2]),
-        problem(run).unwrap_or_default().replace(['\r', '\n'], " "),
+        run.metrics
+            .get(Metric::TimeToNotReady.name())
+            .map_or_else(|| "—".to_string(), |ms| fmt_ms(*ms)),
+        ready,
+        run.write_outage
+            .as_ref()
+            .map_or_else(|| "—".to_string(), super::text::outage_text),
+        data,
+        detail.unwrap_or_default().replace(['\r', '\n'], " "),
     ]
 }
 
 /// The report as a table for a terminal.
 pub fn render(report: &Report, color: bool) -> String {
     let runs: Vec<&RunResult> = report.experiments.iter().flat_map(|e| &e.runs).collect();
-    let rows: Vec<(Verdict, [String; 6])> = runs.iter().map(|r| (r.verdict, row(r))).collect();
+    let rows: Vec<(Verdict, [String; 7])> = runs.iter().map(|r| (r.verdict, row(r))).collect();
     let mut widths = HEADER.map(|h| h.chars().count());
     for (_, cells) in &rows {
         for (w, c) in widths.iter_mut().zip(cells) {
@@ -105,12 +115,13 @@ pub fn render(report: &Report, color: bool) -> String {
         }
     };
     out.push_str(&format!(
-        "\n{} {}: {}, {}, {}\n",
+        "\n{} {}: {}, {}, {} · {}\n",
         runs.len(),
         if runs.len() == 1 { "run" } else { "runs" },
         tally(pass, "passed", Verdict::Pass),
         tally(fail, "failed", Verdict::Fail),
         tally(unknown, "unknown", Verdict::Unknown),
+        super::outcome::banner(&runs),
     ));
     for n in &report.not_run {
         out.push_str(&format!(
@@ -155,7 +166,10 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("RUN"));
         assert_eq!(lines.len(), 1 + 8 + 2);
-        assert_eq!(lines[10], "8 runs: 3 passed, 3 failed, 2 unknown");
+        assert_eq!(
+            lines[10],
+            "8 runs: 3 passed, 3 failed, 2 unknown · 5 recovered, 3 not recovered"
+        );
         assert!(lines.iter().all(|l| l == &l.trim_end()));
     }
 }

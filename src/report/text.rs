@@ -1,6 +1,57 @@
 //! Short texts shared by the renderers.
 
-use super::{ExpectationResult, RunResult, Verdict};
+use super::{ExpectationResult, RunResult, Verdict, WriteOutage};
+use crate::units::{fmt_at_least, fmt_ms};
+
+/// A write outage as every report writes it: `32.3s`, or `≥ 1m30s (not restored)` when no
+/// write was acknowledged again before the watch ended.
+pub(crate) fn outage_text(o: &WriteOutage) -> String {
+    if o.restored {
+        fmt_ms(o.duration_ms)
+    } else {
+        format!("{} (not restored)", fmt_at_least(o.duration_ms))
+    }
+}
+
+/// The write outage over a variant's runs: the median of those restored (`[k/n]` when not all
+/// were), and how many were not restored (with the shortest lower bound when none was);
+/// `—` when no run measured one.
+pub(crate) fn outage_over(runs: &[&RunResult]) -> String {
+    let restored: Vec<u64> = runs
+        .iter()
+        .filter_map(|r| r.write_outage.as_ref())
+        .filter(|o| o.restored)
+        .map(|o| o.duration_ms)
+        .collect();
+    let open: Vec<u64> = runs
+        .iter()
+        .filter_map(|r| r.write_outage.as_ref())
+        .filter(|o| !o.restored)
+        .map(|o| o.duration_ms)
+        .collect();
+    match (crate::units::median(&restored), open.iter().min()) {
+        (None, None) => "—".into(),
+        (None, Some(least)) if open.len() == runs.len() => {
+            format!("{} (not restored)", fmt_at_least(*least))
+        }
+        (None, Some(least)) => format!(
+            "{} (not restored) [{}/{}]",
+            fmt_at_least(*least),
+            open.len(),
+            runs.len()
+        ),
+        (Some(median), _) => {
+            let mut s = fmt_ms(median);
+            if restored.len() < runs.len() {
+                s.push_str(&format!(" [{}/{}]", restored.len(), runs.len()));
+            }
+            if !open.is_empty() {
+                s.push_str(&format!(", {} not restored", open.len()));
+            }
+            s
+        }
+    }
+}
 
 pub(crate) fn verdict_word(v: Verdict) -> &'static str {
     v.as_str()

@@ -3,7 +3,7 @@
 
 use super::{ExpectationResult, Verdict};
 use crate::plan::PlannedRun;
-use crate::units::{fmt_duration, fmt_ms};
+use crate::units::{fmt_at_least, fmt_duration, fmt_ms};
 
 /// An `integrity` expectation against the checker's report. The checker's own Unknown decides
 /// nothing: whatever it found on the way (lost writes, a second writer) is evidence, but an
@@ -38,7 +38,7 @@ pub fn integrity_verdict(
 pub fn evaluate_integrity(
     run: &PlannedRun,
     report: Option<&crate::integrity::IntegrityReport>,
-    outage_ms: Option<u64>,
+    outage: Option<crate::integrity::Outage>,
     acks: usize,
 ) -> Vec<ExpectationResult> {
     let mut out = Vec::new();
@@ -76,19 +76,36 @@ pub fn evaluate_integrity(
     if let Some(bound) = &run.expect.write_outage {
         let max = bound.max.as_millis() as u64;
         let expected = format!("<= {}", fmt_duration(bound.max));
-        let r = match outage_ms {
-            Some(ms) => ExpectationResult {
+        let r = match outage {
+            Some(o) if o.restored => ExpectationResult {
                 name: "writeOutage".into(),
                 expected,
-                actual: fmt_ms(ms),
-                verdict: if ms <= max {
+                actual: fmt_ms(o.duration_ms()),
+                verdict: if o.duration_ms() <= max {
                     Verdict::Pass
                 } else {
                     Verdict::Fail
                 },
                 evidence: format!(
                     "last acknowledged write before the fault to the first one after it: {}",
-                    fmt_ms(ms)
+                    fmt_ms(o.duration_ms())
+                ),
+            },
+            // Not restored while watched: at least this long. Past the bound it is certainly
+            // too long; within it, how long it went on is unknown.
+            Some(o) => ExpectationResult {
+                name: "writeOutage".into(),
+                expected,
+                actual: format!("{} (not restored)", fmt_at_least(o.duration_ms())),
+                verdict: if o.duration_ms() > max {
+                    Verdict::Fail
+                } else {
+                    Verdict::Unknown
+                },
+                evidence: format!(
+                    "no write acknowledged after the fault before the watch ended, {} after the \
+                     last one before it",
+                    fmt_ms(o.duration_ms())
                 ),
             },
             None if acks == 0 => ExpectationResult {
@@ -101,10 +118,10 @@ pub fn evaluate_integrity(
             None => ExpectationResult {
                 name: "writeOutage".into(),
                 expected,
-                actual: "absent (no write acknowledged after the fault)".into(),
-                verdict: Verdict::Fail,
+                actual: "unknown".into(),
+                verdict: Verdict::Unknown,
                 evidence: format!(
-                    "{acks} acks observed, none after the fault that advanced the ledger"
+                    "{acks} acks observed, none before the fault: the outage has no beginning"
                 ),
             },
         };
@@ -184,7 +201,12 @@ mod tests {
         assert_eq!(r.len(), 2);
         assert!(r.iter().all(|e| e.verdict == Verdict::Unknown), "{r:#?}");
         let unknown = report(Verdict::Unknown, false, 4);
-        let r = evaluate_integrity(&run, Some(&unknown), Some(31_000), 10);
+        let outage = |ms: u64, restored| crate::integrity::Outage {
+            from_ms: 1000,
+            until_ms: 1000 + ms,
+            restored,
+        };
+        let r = evaluate_integrity(&run, Some(&unknown), Some(outage(31_000, true)), 10);
         assert_eq!(
             r[0].verdict,
             Verdict::Unknown,
@@ -192,5 +214,13 @@ mod tests {
         );
         assert_eq!(r[1].verdict, Verdict::Fail, "outage over its bound");
         assert_eq!(r[1].actual, "31.0s");
+        // not restored while watched: over the bound it failed; within it nobody knows
+        let r = evaluate_integrity(&run, Some(&unknown), Some(outage(31_000, false)), 10);
+        assert_eq!(r[1].verdict, Verdict::Fail);
+        assert_eq!(r[1].actual, "≥ 31.0s (not restored)");
+        let r = evaluate_integrity(&run, Some(&unknown), Some(outage(20_000, false)), 10);
+        assert_eq!(r[1].verdict, Verdict::Unknown);
+        let r = evaluate_integrity(&run, Some(&unknown), Some(outage(20_000, true)), 10);
+        assert_eq!(r[1].verdict, Verdict::Pass);
     }
 }
