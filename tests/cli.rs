@@ -129,7 +129,8 @@ fn report_rerenders_a_recorded_run_dir() {
 }
 
 /// `nodedown compare` on a recorded run directory: unchanged against itself (exit 0); a
-/// candidate made slower by hand (synthetic) is worse (exit 1) unless its tolerance allows it;
+/// candidate made slower by hand (synthetic), one run a side, cannot be told from noise (exit 0,
+/// saying so) unless `--strict`, which calls it worse (exit 1) unless its tolerance allows it;
 /// a changed spec is refused (exit 2) with the variant named.
 #[test]
 fn compare_exit_codes() {
@@ -160,7 +161,18 @@ fn compare_exit_codes() {
     let out = nodedown()
         .args(["compare", base])
         .arg(&slower)
-        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("n=1 vs 1: cannot tell from noise; rerun each with --repeat 5"),
+        "{stdout}"
+    );
+    let out = nodedown()
+        .args(["compare", base])
+        .arg(&slower)
+        .args(["--format", "markdown", "--strict"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -168,7 +180,7 @@ fn compare_exit_codes() {
     let tol = dir.path().join("tol.yaml");
     std::fs::write(&tol, "time-to-ready: +150%\n").unwrap();
     let out = nodedown()
-        .args(["compare", base])
+        .args(["compare", "--strict", base])
         .arg(&slower)
         .arg("--tolerance-file")
         .arg(&tol)

@@ -28,11 +28,28 @@ pub struct CompareArgs {
     /// A YAML file of metric tolerances, e.g. `time-to-running: +20%` one per line.
     #[arg(long, value_name = "FILE")]
     pub tolerance_file: Option<PathBuf>,
+    /// The significance level: a change counts only when the Mann–Whitney U test of the two
+    /// sides' runs finds it at this level (and it is beyond the tolerance).
+    #[arg(long, default_value_t = 0.05, value_parser = parse_alpha)]
+    pub alpha: f64,
+    /// Also count a median beyond its tolerance as worse when the runs are too few to tell it
+    /// from noise (by default that is "cannot tell", exit 0).
+    #[arg(long)]
+    pub strict: bool,
     /// Compare even when a variant's resolved spec differs between the two.
     #[arg(long)]
     pub allow_spec_change: bool,
     #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
     pub format: CompareFormat,
+}
+
+fn parse_alpha(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(a) if a > 0.0 && a < 1.0 => Ok(a),
+        _ => Err(format!(
+            "`{s}`: a significance level between 0 and 1, e.g. 0.05"
+        )),
+    }
 }
 
 fn load(path: &Path) -> Result<Report, String> {
@@ -256,7 +273,12 @@ pub fn compare(args: CompareArgs) -> u8 {
         error("not comparing runs of different experiments; give --allow-spec-change to compare anyway");
         return EXIT_BAD_INPUT;
     }
-    let c = compare::compare(&baseline, &candidate, &tol);
+    let opts = compare::Options {
+        tolerances: tol,
+        alpha: args.alpha,
+        strict: args.strict,
+    };
+    let c = compare::compare(&baseline, &candidate, &opts);
     match args.format {
         CompareFormat::Table => print!("{}", compare::render_table(&c)),
         CompareFormat::Markdown => print!("{}", compare::render_markdown(&c)),

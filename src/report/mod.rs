@@ -12,6 +12,7 @@ pub mod markdown;
 pub mod outcome;
 pub mod sheet;
 pub mod simulated;
+pub mod stats;
 pub mod svg;
 pub mod table;
 mod text;
