@@ -132,6 +132,19 @@ fn report_html_renders_in_headless_chromium() {
         text.contains(">detection "),
         "a segment's name written in the bar"
     );
+    // What happened is written, not hovered: the split brain beside the green pass, the
+    // milestones named under each run, a legend of the phases there.
+    assert!(
+        text.contains("split brain: 2 writers (as expected)"),
+        "the outcome beside the verdict"
+    );
+    assert!(
+        text.contains(">as expected: split brain</text>"),
+        "under the run's name"
+    );
+    assert!(text.matches(r#"class="milestone""#).count() >= 8);
+    assert!(text.contains(">Ready 27.7s</text>"));
+    assert!(text.contains(r#"class="legend""#));
     let log = String::from_utf8_lossy(&dom.stderr);
     assert!(
         !log.contains(":CONSOLE(") && !log.contains("Uncaught"),

@@ -16,28 +16,148 @@ const ROW: u32 = 64;
 const INSTANCE_ROW: u32 = 40;
 const TOP: u32 = 40;
 
-/// The color of a phase mark: the node going away, the remediation, the old pod, the
-/// replacement, the end of the window.
-/// Exhaustive: a new phase gets its colour here or does not compile.
+/// The colour of a phase mark: one per phase, in families — grey for the fault and the end of
+/// the window, orange for the node going away, purple for remediations, reds for the old pod,
+/// blues for the replacement and its volume, greens for the workload back, alarms for what
+/// must not happen. Exhaustive: a new phase gets its colour here or does not compile.
 fn color(phase: Phase) -> &'static str {
     match phase {
-        Phase::FaultInjected => "#444444",
-        Phase::NodeNotReady | Phase::UnreachableTaint => "#d9822b",
-        Phase::OutOfServiceTaint | Phase::RemediationApplied | Phase::NodeDeleted => "#8e44ad",
-        Phase::PodTerminating
-        | Phase::PodShutDownByKubelet
-        | Phase::OldPodDeleted
-        | Phase::VolumeDetached => "#c0392b",
-        Phase::ReplacementCreated | Phase::ReplacementScheduled | Phase::VolumeAttached => {
-            "#2980b9"
-        }
-        // The same pod's container started again: the workload is back, on the old node.
+        Phase::FaultInjected => "#333333",
+        Phase::NodeNotReady => "#e67e22",
+        Phase::UnreachableTaint => "#b9770e",
+        Phase::OutOfServiceTaint => "#8e44ad",
+        Phase::RemediationApplied => "#bb8fce",
+        Phase::NodeDeleted => "#4a235a",
+        Phase::PodTerminating => "#ec7063",
+        Phase::PodShutDownByKubelet => "#943126",
+        Phase::OldPodDeleted => "#c0392b",
+        Phase::VolumeDetached => "#34495e",
+        Phase::ReplacementCreated => "#85c1e9",
+        Phase::ReplacementScheduled => "#3498db",
+        Phase::VolumeAttached => "#1a5276",
         Phase::ContainerRestarted => "#16a085",
-        Phase::ReplacementRunning | Phase::ReplacementReady => "#27ae60",
-        Phase::TwoPodsRunning | Phase::MultiAttachError => "#e74c3c",
-        // The end of the window.
-        Phase::FaultHealed | Phase::RecoveryTimeout => "#7f8c8d",
+        Phase::ReplacementRunning => "#58d68d",
+        Phase::ReplacementReady => "#1e8449",
+        Phase::TwoPodsRunning => "#e4007c",
+        Phase::MultiAttachError => "#d4ac0d",
+        Phase::FaultHealed => "#aab7b8",
+        Phase::RecoveryTimeout => "#626567",
     }
+}
+
+/// The milestones named in the picture itself (the rest are marks named in the legend and
+/// their tooltips), with the word written beside them.
+fn milestone(phase: Phase) -> Option<&'static str> {
+    Some(match phase {
+        Phase::NodeNotReady => "NotReady",
+        Phase::OutOfServiceTaint => "out-of-service",
+        Phase::RemediationApplied => "remediation",
+        Phase::NodeDeleted => "node deleted",
+        Phase::PodShutDownByKubelet => "shut down by kubelet",
+        Phase::OldPodDeleted => "old pod deleted",
+        Phase::VolumeDetached => "detached",
+        Phase::MultiAttachError => "Multi-Attach error",
+        Phase::VolumeAttached => "attached",
+        Phase::ContainerRestarted => "restarted",
+        Phase::ReplacementReady => "Ready",
+        Phase::TwoPodsRunning => "TWO PODS RUNNING",
+        Phase::RecoveryTimeout => "gave up",
+        Phase::FaultHealed => "healed",
+        _ => return None,
+    })
+}
+
+/// A label under a row: where it starts, its line, its text and colour.
+struct Label {
+    x: f64,
+    line: u32,
+    text: String,
+    color: &'static str,
+}
+
+/// About 5.6 px per character at font size 10.
+fn text_width(s: &str) -> f64 {
+    5.6 * s.chars().count() as f64
+}
+
+/// The labels of a run row, staggered: each on the first line where it does not run into the
+/// label before it. The write outage's length is one of them.
+fn labels(r: &Row<'_>, axis: u64) -> Vec<Label> {
+    let mut items: Vec<(f64, String, &'static str)> = Vec::new();
+    // Where a run-off label would end past the plot, it ends at the plot's edge instead.
+    let right = (LEFT + PLOT + RIGHT) as f64 - 4.0;
+    let mut seen_remediation = false;
+    for p in r.phases {
+        let Some(word) = milestone(p.name) else {
+            continue;
+        };
+        // The taint is a remediation: one label for the two.
+        if matches!(p.name, Phase::OutOfServiceTaint | Phase::RemediationApplied) {
+            if seen_remediation {
+                continue;
+            }
+            seen_remediation = true;
+        }
+        items.push((
+            x(p.at_ms as i64, axis),
+            format!("{word} {}", fmt_ms(p.at_ms)),
+            color(p.name),
+        ));
+    }
+    if let Some(o) = r.outage {
+        items.push((
+            x(o.from_ms, axis),
+            format!("writes down {}", super::text::outage_text(o)),
+            "#c0392b",
+        ));
+    }
+    items.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut ends: Vec<f64> = Vec::new();
+    let mut out = Vec::new();
+    for (x0, text, color) in items {
+        let w = text_width(&text);
+        let x0 = x0.min(right - w).max(LEFT as f64);
+        let line = match ends.iter().position(|end| *end + 6.0 <= x0) {
+            Some(i) => i,
+            None => {
+                ends.push(0.0);
+                ends.len() - 1
+            }
+        };
+        ends[line] = x0 + w;
+        out.push(Label {
+            x: x0,
+            line: line as u32,
+            text,
+            color,
+        });
+    }
+    out
+}
+
+/// A note too long for the label column, cut at its end with an ellipsis.
+fn fit_end(s: &str, chars: usize) -> String {
+    if s.chars().count() <= chars {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(chars - 1).collect();
+    t.push('…');
+    t
+}
+
+/// A label too long for the label column, cut in the middle with an ellipsis so that its end
+/// (where a replacement went) stays (the whole in its tooltip).
+fn fit(s: &str, chars: usize) -> String {
+    let n = s.chars().count();
+    if n <= chars {
+        return s.to_string();
+    }
+    let head = (chars - 1) / 2;
+    let tail = chars - 1 - head;
+    let mut t: String = s.chars().take(head).collect();
+    t.push('…');
+    t.extend(s.chars().skip(n - tail));
+    t
 }
 
 /// The time axis end: the latest thing any of the rows shows, rounded up to 10 s.
@@ -71,6 +191,9 @@ struct Row<'a> {
     phases: &'a [PhaseResult],
     outage: Option<&'a WriteOutage>,
     height: u32,
+    /// A third line under the label, in the verdict's colour: what a green pass would hide
+    /// (`as expected: split brain`) or what failed.
+    note: Option<String>,
 }
 
 impl<'a> Row<'a> {
@@ -84,6 +207,7 @@ impl<'a> Row<'a> {
             phases: &r.phases,
             outage: r.write_outage.as_ref(),
             height: ROW,
+            note: super::text::problem(r).or_else(|| super::outcome::pass_note(r)),
         }
     }
 
@@ -103,14 +227,31 @@ impl<'a> Row<'a> {
             phases: &i.phases,
             outage: i.write_outage.as_ref(),
             height: INSTANCE_ROW,
+            note: None,
         }
     }
 }
 
-fn row(out: &mut String, r: &Row<'_>, y: u32, axis: u64) {
-    let h = r.height;
-    let (label, phases) = (&r.label, r.phases);
-    let mid = y + h / 2;
+/// The height of a row with its labels: the marks' band, then a line per label line.
+fn row_height(r: &Row<'_>, labels: &[Label]) -> u32 {
+    let lines = labels.iter().map(|l| l.line + 1).max().unwrap_or(0);
+    if r.class == "run" {
+        let note = if r.note.is_some() { 50 } else { 0 };
+        (BAND + 8 + LABEL_LINE * lines + 6).max(r.height).max(note)
+    } else {
+        r.height
+    }
+}
+
+/// The marks' band of a row: the fault window, the outage, the phase marks.
+const BAND: u32 = 36;
+const LABEL_LINE: u32 = 12;
+
+fn row(out: &mut String, r: &Row<'_>, y: u32, h: u32, axis: u64, labels: &[Label]) {
+    let phases = r.phases;
+    // Instance rows are one band high; a run's band is at its top, its labels under it.
+    let band = if r.class == "run" { BAND } else { h };
+    let mid = y + band / 2;
     let verdict = match r.verdict {
         Verdict::Pass => "pass",
         Verdict::Fail => "fail",
@@ -122,14 +263,33 @@ fn row(out: &mut String, r: &Row<'_>, y: u32, axis: u64) {
         r.class,
         xml_escape(r.id)
     );
+    // The label column: the name, then the verdict and what it was (cut to fit, whole in the
+    // tooltip).
+    let sub = format!("{verdict} · {}", r.sub);
     let _ = writeln!(
         out,
-        r##"<text x="8" y="{}" font-size="13">{}</text><text x="8" y="{}" font-size="11" fill="#666">{verdict} · {}</text>"##,
-        mid - 4,
-        xml_escape(label),
-        mid + 12,
-        xml_escape(&r.sub)
+        r##"<text x="8" y="{}" font-size="13"><title>{}</title>{}</text><text x="8" y="{}" font-size="11" fill="#666"><title>{}</title>{}</text>"##,
+        y + 15,
+        xml_escape(&r.label),
+        xml_escape(&fit(&r.label, 30)),
+        y + 29,
+        xml_escape(&sub),
+        xml_escape(&fit(&sub, 36)),
     );
+    if let Some(note) = &r.note {
+        let fill = if r.verdict == Verdict::Pass {
+            "#b9770e"
+        } else {
+            "#c0392b"
+        };
+        let _ = writeln!(
+            out,
+            r##"<text class="note" x="8" y="{}" font-size="11" fill="{fill}"><title>{}</title>{}</text>"##,
+            y + 43,
+            xml_escape(note),
+            xml_escape(&fit_end(note, 36)),
+        );
+    }
     // The fault window: from time zero until the fault was healed (or the last phase).
     let healed = phases
         .iter()
@@ -141,14 +301,14 @@ fn row(out: &mut String, r: &Row<'_>, y: u32, axis: u64) {
         out,
         r##"<rect class="fault-window" x="{:.1}" y="{}" width="{:.1}" height="{}" fill="#f5e6d3"><title>fault window 0.0s–{}</title></rect>"##,
         x(0, axis),
-        y + 8,
+        y + 4,
         (x(healed as i64, axis) - x(0, axis)).max(1.0),
-        h - 16,
+        band - 8,
         fmt_ms(healed)
     );
     if let Some(o) = r.outage {
         // An outage still open when the watch ended is drawn to there with an arrow head: it
-        // went on. Its length is written beside it, not only in the tooltip.
+        // went on.
         let (x0, x1) = (x(o.from_ms, axis), x(o.until_ms, axis));
         let text = super::text::outage_text(o);
         let class = if o.restored {
@@ -174,13 +334,6 @@ fn row(out: &mut String, r: &Row<'_>, y: u32, axis: u64) {
                 mid - 8
             );
         }
-        let _ = writeln!(
-            out,
-            r##"<text class="outage-label" x="{:.1}" y="{}" font-size="10" fill="#c0392b">writes down {}</text>"##,
-            x0 + 2.0,
-            mid + 14,
-            xml_escape(&text)
-        );
     }
     for p in phases {
         let px = x(p.at_ms as i64, axis);
@@ -197,8 +350,8 @@ fn row(out: &mut String, r: &Row<'_>, y: u32, axis: u64) {
             out,
             r#"<line class="phase" data-phase="{}" x1="{px:.1}" x2="{px:.1}" y1="{}" y2="{}" stroke="{}" stroke-width="2"{}><title>{}</title></line>"#,
             p.name,
-            y + 6,
-            y + h - 6,
+            y + 4,
+            y + band - 4,
             color(p.name),
             if p.since_ms.is_some() {
                 r#" stroke-dasharray="3,2""#
@@ -208,18 +361,48 @@ fn row(out: &mut String, r: &Row<'_>, y: u32, axis: u64) {
             xml_escape(&title)
         );
     }
+    for l in labels {
+        let ly = y + BAND + 8 + LABEL_LINE * l.line;
+        let _ = writeln!(
+            out,
+            r##"<text class="milestone" x="{:.1}" y="{ly}" font-size="10" fill="{}">{}</text>"##,
+            l.x,
+            l.color,
+            xml_escape(&l.text)
+        );
+    }
     let _ = writeln!(out, "</g>");
 }
 
 fn picture(title: &str, rows: &[Row<'_>]) -> String {
     let axis = axis_ms(rows);
-    let rows_height: u32 = rows.iter().map(|r| r.height).sum();
-    let height = TOP + rows_height + 50 + LEGEND_HEIGHT;
+    let laid: Vec<(Vec<Label>, u32)> = rows
+        .iter()
+        .map(|r| {
+            let labels = if r.class == "run" {
+                labels(r, axis)
+            } else {
+                vec![]
+            };
+            let h = row_height(r, &labels);
+            (labels, h)
+        })
+        .collect();
+    let rows_height: u32 = laid.iter().map(|(_, h)| h).sum();
+    // The phases any row has, in the order of Phase::ALL: the legend names those only.
+    let present: Vec<Phase> = Phase::ALL
+        .into_iter()
+        .filter(|p| rows.iter().any(|r| r.phases.iter().any(|x| x.name == *p)))
+        .collect();
+    let outage = rows.iter().any(|r| r.outage.is_some());
+    let legend_items = present.len() + 1 + usize::from(outage);
+    let legend_height = legend_items.div_ceil(LEGEND_COLUMNS) as u32 * LEGEND_LINE + 4;
+    let height = TOP + rows_height + 50 + legend_height;
     let width = LEFT + PLOT + RIGHT;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" role="img" aria-label="{}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="max-width:100%;height:auto" font-family="sans-serif" role="img" aria-label="{}">"#,
         xml_escape(title)
     );
     let _ = writeln!(
@@ -246,48 +429,46 @@ fn picture(title: &str, rows: &[Row<'_>]) -> String {
         t += step;
     }
     let mut y = TOP;
-    for r in rows {
-        row(&mut out, r, y, axis);
-        y += r.height;
+    for (r, (labels, h)) in rows.iter().zip(&laid) {
+        row(&mut out, r, y, *h, axis, labels);
+        y += h;
     }
     let _ = writeln!(
         out,
-        r##"<text x="8" y="{}" font-size="11" fill="#666">time from the fault · shaded: fault window · red band: write outage · marks: phases, coloured as below (hover for each mark's name and time)</text>"##,
+        r##"<text x="8" y="{}" font-size="11" fill="#666">time from the fault · key milestones named under each run · every mark's colour below</text>"##,
         bottom + 36
     );
-    legend(&mut out, bottom + 50);
+    legend(&mut out, bottom + 50, &present, outage);
     out.push_str("</svg>\n");
     out
 }
 
-/// The colours of the phase marks, named in the picture itself (a PNG, a PDF or a file viewer
-/// shows no hover titles): every phase, grouped by colour, in the order of [`Phase::ALL`].
-fn legend(out: &mut String, top: u32) {
-    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
-    for p in Phase::ALL {
-        match groups.iter_mut().find(|(c, _)| *c == color(p)) {
-            Some((_, names)) => names.push(p.name()),
-            None => groups.push((color(p), vec![p.name()])),
-        }
+const LEGEND_COLUMNS: usize = 4;
+
+/// The colours in the picture, named in it (a PNG, a PDF or a file viewer shows no hover
+/// titles): the fault window, the write outage when there is one, and each phase present.
+fn legend(out: &mut String, top: u32, present: &[Phase], outage: bool) {
+    let mut items: Vec<(&str, String)> = vec![("#f5e6d3", "fault window".into())];
+    if outage {
+        items.push(("#e74c3c", "write outage (▶: not restored)".into()));
     }
-    let per_line = 2;
-    for (i, (c, names)) in groups.iter().enumerate() {
-        let (col, line) = ((i % per_line) as u32, (i / per_line) as u32);
-        let lx = 8 + col * ((LEFT + PLOT + RIGHT - 16) / per_line as u32);
+    items.extend(present.iter().map(|p| (color(*p), p.name().to_string())));
+    let col_width = (LEFT + PLOT + RIGHT - 16) / LEGEND_COLUMNS as u32;
+    for (i, (c, name)) in items.iter().enumerate() {
+        let (col, line) = ((i % LEGEND_COLUMNS) as u32, (i / LEGEND_COLUMNS) as u32);
+        let lx = 8 + col * col_width;
         let ly = top + line * LEGEND_LINE;
         let _ = writeln!(
             out,
             r##"<g class="legend"><rect x="{lx}" y="{}" width="10" height="10" fill="{c}"/><text x="{}" y="{ly}" font-size="10" fill="#333">{}</text></g>"##,
             ly - 9,
             lx + 14,
-            names.join(", ")
+            xml_escape(name)
         );
     }
 }
 
-/// The legend's lines: the eight colour groups of [`color`], two to a line.
 const LEGEND_LINE: u32 = 15;
-const LEGEND_HEIGHT: u32 = 4 * LEGEND_LINE + 4;
 
 /// The timeline of one run.
 pub fn run(r: &RunResult) -> String {
@@ -324,14 +505,27 @@ pub fn segment_color(s: Segment) -> &'static str {
 /// see `timeline::breakdown`) on one shared axis, each part named in the picture (its name and
 /// length written in it when it is wide enough, and a legend). `None` when no run recovered.
 pub fn breakdown(title: &str, runs: &[(&RunResult, String)]) -> Option<String> {
-    let bars: Vec<(&str, Vec<Part>)> = runs
+    // A run that did not recover has no segments: it is drawn as what it was — not Ready
+    // within the window it was watched — so a variant never drops out of the picture.
+    let bars: Vec<(&str, Vec<Part>, Option<u64>)> = runs
         .iter()
-        .map(|(r, label)| (label.as_str(), crate::timeline::breakdown(&r.metrics)))
-        .filter(|(_, parts)| !parts.is_empty())
+        .map(|(r, label)| {
+            let parts = crate::timeline::breakdown(&r.metrics);
+            let never = parts
+                .is_empty()
+                .then(|| super::outcome::of(r))
+                .filter(|o| o.recovery != super::outcome::Recovery::NotFaulted)
+                .map(|o| o.after_ms.unwrap_or(r.duration_ms));
+            (label.as_str(), parts, never)
+        })
+        .filter(|(_, parts, never)| !parts.is_empty() || never.is_some())
         .collect();
+    if !bars.iter().any(|(_, parts, _)| !parts.is_empty()) {
+        return None;
+    }
     let last = bars
         .iter()
-        .filter_map(|(_, p)| p.last().map(|p| p.until_ms))
+        .filter_map(|(_, p, never)| p.last().map(|p| p.until_ms).or(*never))
         .max()?;
     let axis = last.max(10_000).div_ceil(10_000) * 10_000;
     const BAR: u32 = 34;
@@ -341,15 +535,19 @@ pub fn breakdown(title: &str, runs: &[(&RunResult, String)]) -> Option<String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" role="img" aria-label="{}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="max-width:100%;height:auto" font-family="sans-serif" role="img" aria-label="{}">"#,
         xml_escape(title)
+    );
+    let _ = writeln!(
+        out,
+        r##"<defs><pattern id="never" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="#eeeeee"/><line x1="0" y1="0" x2="0" y2="8" stroke="#bbbbbb" stroke-width="3"/></pattern></defs>"##
     );
     let _ = writeln!(
         out,
         r#"<text x="8" y="22" font-size="15" font-weight="bold">{}</text>"#,
         xml_escape(title)
     );
-    for (i, (label, parts)) in bars.iter().enumerate() {
+    for (i, (label, parts, never)) in bars.iter().enumerate() {
         let y = TOP + BAR * i as u32;
         let _ = writeln!(
             out,
@@ -358,6 +556,21 @@ pub fn breakdown(title: &str, runs: &[(&RunResult, String)]) -> Option<String> {
             y + BAR / 2 + 4,
             xml_escape(label)
         );
+        if let Some(watched) = never {
+            let x1 = x(*watched as i64, axis);
+            let text = format!("not Ready within {}", fmt_ms(*watched));
+            let _ = writeln!(
+                out,
+                r##"<rect class="not-recovered" x="{:.1}" y="{}" width="{:.1}" height="{}" fill="url(#never)"><title>{text}</title></rect><text x="{:.1}" y="{}" font-size="11" fill="#333">{text}</text></g>"##,
+                x(0, axis),
+                y + 5,
+                (x1 - x(0, axis)).max(1.0),
+                BAR - 10,
+                x(0, axis) + 6.0,
+                y + BAR / 2 + 4,
+            );
+            continue;
+        }
         for p in parts {
             let (x0, x1) = (x(p.from_ms as i64, axis), x(p.until_ms as i64, axis));
             let w = (x1 - x0).max(1.0);
@@ -395,7 +608,7 @@ pub fn breakdown(title: &str, runs: &[(&RunResult, String)]) -> Option<String> {
     }
     let _ = writeln!(
         out,
-        r##"<text x="8" y="{}" font-size="11" fill="#666">time from the fault until Ready, cut at each milestone observed (runs that recovered)</text>"##,
+        r##"<text x="8" y="{}" font-size="11" fill="#666">time from the fault until Ready, cut at each milestone observed; hatched: not Ready while watched</text>"##,
         bottom + 20
     );
     for (i, (segment, _)) in Segment::ALL.iter().enumerate() {
@@ -480,6 +693,74 @@ mod tests {
         assert!(svg.contains(r#"data-phase="replacement-ready""#));
         let one = run(&exp.runs[0]);
         assert!(one.starts_with("<svg") && one.ends_with("</svg>\n"));
+    }
+
+    /// The milestones are named in the picture, no two labels of a line overlap, the legend
+    /// names only the phases present, and an outage never restored is drawn open.
+    #[test]
+    fn milestones_are_named_staggered_and_the_legend_is_what_is_there() {
+        let rep = recorded("attach-detach");
+        let exp = &rep.experiments[0];
+        let axis = axis_ms(
+            &exp.runs
+                .iter()
+                .map(|r| Row::of_run(r, r.id.clone()))
+                .collect::<Vec<_>>(),
+        );
+        for r in &exp.runs {
+            let row = Row::of_run(r, r.id.clone());
+            let labels = labels(&row, axis);
+            assert!(
+                labels.iter().any(|l| l.text.starts_with("NotReady ")),
+                "{}",
+                r.id
+            );
+            for a in &labels {
+                for b in &labels {
+                    if std::ptr::eq(a, b) || a.line != b.line {
+                        continue;
+                    }
+                    let (a0, a1) = (a.x, a.x + text_width(&a.text));
+                    let (b0, b1) = (b.x, b.x + text_width(&b.text));
+                    assert!(
+                        a1 <= b0 || b1 <= a0,
+                        "{}: {} and {} overlap",
+                        r.id,
+                        a.text,
+                        b.text
+                    );
+                }
+            }
+        }
+        let svg = experiment(exp);
+        assert!(svg.contains(">Ready 31.9s</text>"), "{svg}");
+        assert!(svg.contains(">writes down ≥ 1m30s (not restored)</text>"));
+        assert!(svg.contains(r#"class="outage-open""#));
+        assert!(
+            svg.contains(">multi-attach-error</text>"),
+            "present: in the legend"
+        );
+        assert!(
+            !svg.contains(">two-pods-running</text>"),
+            "absent: not in the legend"
+        );
+        assert!(!svg.contains(">node-deleted</text>"));
+        // The breakdown keeps the variants that did not recover, hatched.
+        let b = experiment_breakdown(exp).unwrap();
+        assert_eq!(b.matches(r#"class="not-recovered""#).count(), 2, "{b}");
+        assert!(b.contains(">not Ready within 1m30s</text>"));
+    }
+
+    #[test]
+    fn long_labels_are_cut_keeping_their_ends() {
+        assert_eq!(fit("short", 10), "short");
+        let cut = fit("pass · nodedown-worker → nodedown-worker3", 20);
+        assert_eq!(cut.chars().count(), 20);
+        assert!(cut.ends_with("worker3") && cut.contains('…'), "{cut}");
+        assert_eq!(
+            fit_end("unchecked: split brain (no integrity)", 12),
+            "unchecked: …"
+        );
     }
 
     #[test]
