@@ -255,8 +255,8 @@ mod tests {
         let html = render(&rep);
         assert_eq!(
             html.matches("not faulted").count(),
-            2 * 2 * 2,
-            "2 runs × 2 replicas × (lane + table)"
+            2 * 2 * 3,
+            "2 runs × 2 replicas × (lane, its tooltip, table)"
         );
     }
 }
