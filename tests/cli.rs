@@ -362,7 +362,20 @@ fn comparing_two_sheets_exits_1_when_a_row_regresses() {
     assert_eq!(row["verdict"], "pass");
     row["verdict"] = "fail".into();
     let worse = dir.path().join("sheet.json");
+    // Edited and written as it is: its digest no longer matches, and compare refuses it.
     std::fs::write(&worse, v.to_string()).unwrap();
+    let out = nodedown()
+        .args(["compare", base])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("does not match its digest"), "{stderr}");
+    // With the digest made again (as qualify would have), it compares.
+    let mut edited: nodedown::report::sheet::Sheet = serde_json::from_value(v).unwrap();
+    edited.digest = nodedown::report::sheet::digest(&edited);
+    std::fs::write(&worse, serde_json::to_string(&edited).unwrap()).unwrap();
     let out = nodedown()
         .args(["compare", base])
         .arg(dir.path())
@@ -385,7 +398,8 @@ fn comparing_two_sheets_exits_1_when_a_row_regresses() {
 
 /// `nodedown report` on a simulated invocation (the curve recorded in docs/simulated-scale/,
 /// a real run on 200 simulated nodes) reproduces the curve.md that run wrote, and its JUnit
-/// carries the SIMULATED banner; HTML is refused with the formats that work.
+/// carries the SIMULATED banner; its HTML page draws the curve (a line per remediation, the
+/// runs that never got there marked), written into the directory unless `-o` says otherwise.
 #[test]
 fn report_reads_a_recorded_simulated_curve() {
     let dir = "docs/simulated-scale";
@@ -413,12 +427,28 @@ fn report_reads_a_recorded_simulated_curve() {
         xml.contains("SIMULATED") && xml.contains("lost-20-x20-taint"),
         "{xml}"
     );
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("curve.html");
     let html = nodedown()
-        .args(["report", dir, "--format", "html"])
+        .args(["report", dir, "--format", "html", "-o"])
+        .arg(&page)
         .output()
         .unwrap();
-    assert_eq!(html.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&html.stderr).contains("--format markdown, json or junit"));
+    assert_eq!(html.status.code(), Some(0), "{html:?}");
+    assert!(html.stdout.is_empty());
+    let text = std::fs::read_to_string(&page).unwrap();
+    assert!(text.contains("SIMULATED"));
+    assert!(
+        text.contains(r#"data-series="out-of-service-taint""#),
+        "a line per remediation"
+    );
+    assert!(text.contains(r#"data-series="none""#));
+    // Without the taint no replacement was Ready within the window at 20 and 400 pods: never.
+    assert!(text.matches(r#"class="never""#).count() >= 2, "{text}");
+    assert!(
+        text.contains("<td>scale-simulated/lost-20-x20-taint/1</td>"),
+        "the table too"
+    );
 }
 
 /// `qualify` reads a testdriver file: a misspelt capability is a warning naming the closest

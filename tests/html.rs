@@ -56,11 +56,17 @@ fn report_html_makes_no_request() {
             "report",
             "--format",
             "html",
+            "-o",
+            "-",
             "tests/fixtures/runs/attach-detach",
         ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stdout.starts_with(b"<!DOCTYPE html>"),
+        "the page on stdout"
+    );
     std::fs::write(&html, &out.stdout).unwrap();
     assert_eq!(page_requests(&html), Vec::<String>::new());
 
@@ -90,6 +96,8 @@ fn report_html_renders_in_headless_chromium() {
             "report",
             "--format",
             "html",
+            "-o",
+            "-",
             "tests/fixtures/runs/network-partition",
         ])
         .output()

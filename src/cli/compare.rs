@@ -142,8 +142,20 @@ fn sheet_path(path: &Path) -> Option<PathBuf> {
 fn compare_sheets(baseline: &Path, candidate: &Path, args: &CompareArgs) -> u8 {
     let read = |p: &Path| -> Result<crate::report::sheet::Sheet, String> {
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a qualification sheet: {e}", p.display()))
+        let s: crate::report::sheet::Sheet = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a qualification sheet: {e}", p.display()))?;
+        // A sheet is evidence: one changed after it was made is refused, not compared.
+        let computed = crate::report::sheet::digest(&s);
+        if computed != s.digest {
+            return Err(format!(
+                "{}: its content does not match its digest (recorded {}, computed {}): it was \
+                 changed after `nodedown qualify` wrote it; compare the sheets as they were made",
+                p.display(),
+                s.digest,
+                computed
+            ));
+        }
+        Ok(s)
     };
     let (b, c) = match (read(baseline), read(candidate)) {
         (Ok(b), Ok(c)) => (b, c),
@@ -154,12 +166,31 @@ fn compare_sheets(baseline: &Path, candidate: &Path, args: &CompareArgs) -> u8 {
     };
     let changes = crate::report::sheet::compare(&b, &c, args.default_tolerance);
     println!(
-        "sheets: {} ({}) → {} ({})",
+        "sheets: {} ({}) → {} ({}), digests verified",
         b.environment.storage_class,
         &b.digest[..12.min(b.digest.len())],
         c.environment.storage_class,
         &c.digest[..12.min(c.digest.len())]
     );
+    for (name, s) in [("baseline", &b), ("candidate", &c)] {
+        if let Some(p) = &s.provenance {
+            println!(
+                "{name}: made {} on {} by `{}`",
+                p.made,
+                p.cluster.as_deref().unwrap_or("?"),
+                p.command
+            );
+        }
+    }
+    // Per-row medians over `repeat` runs: a change on few runs may be noise.
+    if b.repeat.min(c.repeat) < compare::ENOUGH_RUNS as u32 {
+        println!(
+            "note: {} vs {} run(s) per row: time changes on so few runs may be noise (qualify --repeat {} for a spread)",
+            b.repeat,
+            c.repeat,
+            compare::ENOUGH_RUNS
+        );
+    }
     if changes.is_empty() {
         println!("no row changed");
     }

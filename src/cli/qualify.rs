@@ -82,6 +82,7 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
+    let context = context_of(&args.run);
     let (facts, driver_facts) = match cluster_facts(
         &args.run,
         &class,
@@ -193,6 +194,11 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         kubernetes: facts.as_ref().map(|f| f.kubernetes.clone()),
         nodes: facts.as_ref().map(|f| f.nodes.len()),
     };
+    let provenance = sheet::Provenance {
+        made: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        cluster: Some(context.clone()),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
     let s = sheet::sheet(
         &format!("nodedown {}", env!("CARGO_PKG_VERSION")),
         env,
@@ -200,6 +206,7 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         repeat,
         &planned,
         &report,
+        Some(provenance),
     );
     let json = serde_json::to_string_pretty(&s).expect("a sheet serializes");
     let md = sheet::markdown(&s);
@@ -246,6 +253,16 @@ fn class_in_manifest(path: &std::path::Path) -> Result<String, String> {
         .ok_or_else(|| format!("{}: the StorageClass has no metadata.name", path.display()))
 }
 
+/// The kubeconfig context the runs will use: `--context`, else `kind-<cluster name>`.
+fn context_of(args: &RunArgs) -> String {
+    args.context.clone().unwrap_or_else(|| {
+        format!(
+            "kind-{}",
+            args.cluster_name.as_deref().unwrap_or("nodedown")
+        )
+    })
+}
+
 /// The class's provisioner and attachRequired and the cluster's version and nodes, through the
 /// kubeconfig context the runs will use (`--context`, else `kind-<cluster name>`); `None` when
 /// the cluster cannot be reached yet (a kind cluster qualify is about to create).
@@ -257,12 +274,7 @@ async fn cluster_facts(
     crate::timeline::ClusterFacts,
     Option<crate::runner::DriverFacts>,
 )> {
-    let context = args.context.clone().unwrap_or_else(|| {
-        format!(
-            "kind-{}",
-            args.cluster_name.as_deref().unwrap_or("nodedown")
-        )
-    });
+    let context = context_of(args);
     let (client, _) = crate::cluster::client_for_context(Some(&context))
         .await
         .ok()?;

@@ -15,11 +15,93 @@ pub enum Format {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  nodedown report runs/2026-12-06T10-00-00Z                 the table again
+  nodedown report runs/… --format markdown > summary.md     the job summary
+  nodedown report runs/… --format html                      writes runs/…/report.html
+  nodedown report runs/… --format html -o - | less          HTML on stdout
+  nodedown report qualification/ --format html              the sheet's page (sheet.html)")]
 pub struct ReportArgs {
-    /// A directory written by `nodedown run` (or one run directory inside it).
+    /// A directory written by `nodedown run` (or one run directory inside it), a simulated
+    /// invocation's directory, or a qualification's directory (or its sheet.json).
+    #[arg(value_name = "DIR")]
     pub run_dir: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Where the HTML goes (`-`: stdout). Default: report.html in DIR (curve.html for a
+    /// simulated invocation, sheet.html for a qualification). Other formats go to stdout.
+    #[arg(short = 'o', long = "output-file", value_name = "PATH")]
+    pub output_file: Option<PathBuf>,
+}
+
+/// Writes `text` where `--output-file` says, else to `default` in the directory, and says
+/// where; `-` is stdout. Formats other than HTML always go to stdout.
+fn emit(args: &ReportArgs, default: &Path, text: &str) -> u8 {
+    let to = match (&args.format, &args.output_file) {
+        (_, Some(p)) if p.as_os_str() == "-" => None,
+        (_, Some(p)) => Some(p.clone()),
+        (Format::Html, None) => Some(default.to_path_buf()),
+        _ => None,
+    };
+    match to {
+        None => {
+            print!("{text}");
+            EXIT_OK
+        }
+        Some(p) => match std::fs::write(&p, text) {
+            Ok(()) => {
+                eprintln!("wrote {}", p.display());
+                EXIT_OK
+            }
+            Err(e) => {
+                error(format!("cannot write {}: {e}", p.display()));
+                EXIT_HARNESS
+            }
+        },
+    }
+}
+
+/// A qualification sheet at `path`: `sheet.json`, or a directory holding one.
+fn sheet_at(path: &Path) -> Option<PathBuf> {
+    if path.is_dir() {
+        let p = path.join("sheet.json");
+        p.is_file().then_some(p)
+    } else {
+        (path.file_name().is_some_and(|n| n == "sheet.json") && path.is_file())
+            .then(|| path.to_path_buf())
+    }
+}
+
+/// A qualification sheet rendered again (its digest verified): Markdown (also for `table`),
+/// HTML, JSON or JUnit.
+fn sheet(args: &ReportArgs, path: &Path) -> u8 {
+    use crate::report::sheet;
+    let s: sheet::Sheet = match std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| {
+            serde_json::from_str(&t).map_err(|e| format!("not a qualification sheet: {e}"))
+        }) {
+        Ok(s) => s,
+        Err(e) => {
+            error(format!("{}: {e}", path.display()));
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if sheet::digest(&s) != s.digest {
+        error(format!(
+            "{}: its content does not match its digest: it was changed after `nodedown qualify` wrote it",
+            path.display()
+        ));
+        return EXIT_BAD_INPUT;
+    }
+    let text = match args.format {
+        Format::Markdown | Format::Table => sheet::markdown(&s),
+        Format::Html => sheet::html(&s),
+        Format::Json => serde_json::to_string_pretty(&s).expect("a sheet serializes") + "\n",
+        Format::Junit => sheet::junit(&s),
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    emit(args, &dir.join("sheet.html"), &text)
 }
 
 pub fn tool_version() -> String {
@@ -46,19 +128,30 @@ pub fn render(report: &Report, format: Format) -> String {
 }
 
 pub fn report(args: ReportArgs) -> u8 {
+    if !args.run_dir.exists() {
+        error(format!(
+            "{} does not exist; give the directory `nodedown run` wrote (--out), or a qualification's",
+            args.run_dir.display()
+        ));
+        return EXIT_BAD_INPUT;
+    }
+    if let Some(path) = sheet_at(&args.run_dir) {
+        return sheet(&args, &path);
+    }
     if !args.run_dir.is_dir() {
         error(format!(
-            "{} is not a directory; give the directory `nodedown run` wrote (--out)",
+            "{} is a file, not a directory; give the directory `nodedown run` wrote (--out), or a qualification's sheet.json",
             args.run_dir.display()
         ));
         return EXIT_BAD_INPUT;
     }
     match build(&args.run_dir) {
         Ok(r) if r.experiments.is_empty() => simulated(&args),
-        Ok(r) => {
-            print!("{}", render(&r, args.format));
-            EXIT_OK
-        }
+        Ok(r) => emit(
+            &args,
+            &args.run_dir.join("report.html"),
+            &render(&r, args.format),
+        ),
         Err(e) => {
             error(e);
             EXIT_HARNESS
@@ -87,20 +180,11 @@ fn simulated(args: &ReportArgs) -> u8 {
         ));
         return EXIT_BAD_INPUT;
     }
-    match args.format {
-        Format::Markdown | Format::Table => print!("{}", simulated::curve_markdown(&results)),
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&results).expect("results serialize")
-        ),
-        Format::Junit => print!("{}", simulated::curve_junit(&results)),
-        Format::Html => {
-            error(format!(
-                "{}: simulated runs have no HTML report yet; use --format markdown, json or junit",
-                args.run_dir.display()
-            ));
-            return EXIT_BAD_INPUT;
-        }
-    }
-    EXIT_OK
+    let text = match args.format {
+        Format::Markdown | Format::Table => simulated::curve_markdown(&results),
+        Format::Json => serde_json::to_string_pretty(&results).expect("results serialize") + "\n",
+        Format::Junit => simulated::curve_junit(&results),
+        Format::Html => simulated::curve_html(&results),
+    };
+    emit(args, &args.run_dir.join("curve.html"), &text)
 }

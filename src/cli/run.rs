@@ -1249,8 +1249,8 @@ async fn run_simulated(runs: Vec<crate::plan::PlannedRun>, args: &RunArgs, quiet
     )
 }
 
-/// The curve of a simulated invocation: curve.md, curve.json, curve.junit.xml, and the
-/// Markdown appended to the step summary when there is one.
+/// The curve of a simulated invocation: curve.md, curve.json, curve.junit.xml, curve.html
+/// (its charts), and the Markdown appended to the step summary when there is one.
 fn write_curve(
     out: &Path,
     results: &[report::simulated::SimulatedResult],
@@ -1266,6 +1266,10 @@ fn write_curve(
     std::fs::write(
         out.join("curve.junit.xml"),
         report::simulated::curve_junit(results),
+    )?;
+    std::fs::write(
+        out.join("curve.html"),
+        report::simulated::curve_html(results),
     )?;
     append_step_summary(step_summary, &md)
 }

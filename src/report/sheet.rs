@@ -107,8 +107,24 @@ pub struct Sheet {
     pub quick: bool,
     pub repeat: u32,
     pub rows: Vec<SheetRow>,
+    /// When, where and how it was made (absent in sheets before 2026-12-06).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
     /// SHA-256 of this sheet's JSON with `digest` empty: equal sheets have equal digests.
     pub digest: String,
+}
+
+/// When, where and by which command a sheet was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Provenance {
+    /// RFC 3339, UTC: when the sheet was written.
+    pub made: String,
+    /// The kubeconfig context (or kind cluster) it qualified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// The command line, as given.
+    pub command: String,
 }
 
 /// One row of the matrix as the sheet needs it.
@@ -129,6 +145,7 @@ pub fn sheet(
     repeat: u32,
     rows: &[PlannedRow<'_>],
     report: &Report,
+    provenance: Option<Provenance>,
 ) -> Sheet {
     let all: Vec<&RunResult> = report.experiments.iter().flat_map(|e| &e.runs).collect();
     if let Some(env) = all.iter().find_map(|r| r.environment.as_ref()) {
@@ -182,6 +199,7 @@ pub fn sheet(
         quick,
         repeat,
         rows,
+        provenance,
         digest: String::new(),
     };
     sheet.digest = digest(&sheet);
@@ -339,6 +357,15 @@ pub fn markdown(sheet: &Sheet) -> String {
     if !env.is_empty() {
         let _ = writeln!(out, "Environment: {}\n", env.join(" · "));
     }
+    if let Some(p) = &sheet.provenance {
+        let _ = writeln!(
+            out,
+            "Made {} on {} by `{}`\n",
+            p.made,
+            p.cluster.as_deref().unwrap_or("an unnamed cluster"),
+            p.command.replace('`', "'")
+        );
+    }
     let _ = writeln!(
         out,
         "| row | verdict | runs | time-to-ready p50 / p90 / max | where the time went (medians) | expectation's source |\n|---|---|--:|---|---|---|"
@@ -457,7 +484,8 @@ pub fn html(sheet: &Sheet) -> String {
             let _ = writeln!(out, "<p>{}</p>", xml_escape(line));
         }
     }
-    let _ = writeln!(out, "<table><tr><th>row</th><th>verdict</th><th>runs</th><th>time-to-ready p50 / p90 / max</th><th>where the time went</th><th>expectation's source</th></tr>");
+    let axis = LogAxis::of(sheet);
+    let _ = writeln!(out, "<table><tr><th>row</th><th>verdict</th><th>runs</th><th>time-to-ready p50 / p90 / max</th><th>where the time went (medians; one log axis for every row, 1s–{})</th><th>expectation's source</th></tr>", fmt_ms(axis.max_ms));
     for r in &sheet.rows {
         let class = match r.verdict {
             RowVerdict::Pass => "pass",
@@ -470,7 +498,7 @@ pub fn html(sheet: &Sheet) -> String {
             None => r.verdict.as_str().to_string(),
         };
         let ready = ready_cell(r);
-        let bar = bar(&r.where_the_time_went);
+        let bar = bar(&r.where_the_time_went, axis);
         let _ = writeln!(
             out,
             "<tr class=\"row\" data-row=\"{}\"><td><b>{}</b>: {}</td><td class=\"{class}\">{verdict}</td><td>{}</td><td>{ready}</td><td>{bar}</td><td>{}</td></tr>",
@@ -483,25 +511,88 @@ pub fn html(sheet: &Sheet) -> String {
     }
     let _ = writeln!(
         out,
-        "</table><p>Sheet digest: <code>{}</code></p></body></html>",
+        "</table><p>{}</p><p>Sheet digest: <code>{}</code></p></body></html>",
+        bar_legend(sheet),
         sheet.digest
     );
     out
 }
 
-/// A row's medians as a small stacked bar (SVG), each part named inside it or in its title.
-fn bar(parts: &[SegmentMedian]) -> String {
+/// The shared axis of the sheet's bars: log-scaled from 1 s to the next power of ten (or its
+/// half) past the longest row, so that 30 s and 6 min both read.
+#[derive(Debug, Clone, Copy)]
+struct LogAxis {
+    max_ms: u64,
+}
+
+impl LogAxis {
+    const MIN_MS: f64 = 1_000.0;
+    const WIDTH: f64 = 420.0;
+
+    fn of(sheet: &Sheet) -> LogAxis {
+        let longest = sheet
+            .rows
+            .iter()
+            .map(|r| {
+                r.where_the_time_went
+                    .iter()
+                    .map(|p| p.median_ms)
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0);
+        let max_ms = [
+            10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_200_000, 3_600_000,
+        ]
+        .into_iter()
+        .find(|m| *m >= longest)
+        .unwrap_or(longest.max(1));
+        LogAxis { max_ms }
+    }
+
+    fn x(self, ms: u64) -> f64 {
+        let v = (ms as f64).max(Self::MIN_MS);
+        ((v / Self::MIN_MS).ln() / (self.max_ms as f64 / Self::MIN_MS).ln() * Self::WIDTH)
+            .clamp(0.0, Self::WIDTH)
+    }
+
+    /// The ticks that fall on the axis: 1s, 10s, 30s, 1m, 2m, 5m, 10m, 30m, 1h.
+    fn ticks(self) -> Vec<u64> {
+        [
+            1_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000, 3_600_000,
+        ]
+        .into_iter()
+        .filter(|t| *t <= self.max_ms)
+        .collect()
+    }
+}
+
+/// A row's medians as a stacked bar (SVG) on the sheet's shared log axis, each part named
+/// inside it or in its title, its total written after it, the axis's ticks under it.
+fn bar(parts: &[SegmentMedian], axis: LogAxis) -> String {
     let total: u64 = parts.iter().map(|p| p.median_ms).sum();
     if total == 0 {
         return "—".into();
     }
-    let (width, height) = (420.0, 22.0);
-    let mut x = 0.0;
+    let (width, height, bar_h) = (LogAxis::WIDTH + 60.0, 34.0, 20.0);
     let mut svg = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">"#
     );
+    for t in axis.ticks() {
+        let tx = axis.x(t);
+        let _ = write!(
+            svg,
+            r##"<line x1="{tx:.1}" x2="{tx:.1}" y1="0" y2="{bar_h}" stroke="#cccccc"/><text x="{tx:.1}" y="{}" font-size="9" fill="#666" text-anchor="{}">{}</text>"##,
+            bar_h + 11.0,
+            if t == 1_000 { "start" } else { "middle" },
+            fmt_ms(t)
+        );
+    }
+    let mut at = 0u64;
     for p in parts {
-        let w = p.median_ms as f64 / total as f64 * width;
+        let (x0, x1) = (axis.x(at), axis.x(at + p.median_ms));
+        at += p.median_ms;
+        let w = (x1 - x0).max(0.5);
         let segment = Segment::ALL
             .iter()
             .map(|(s, _)| *s)
@@ -509,7 +600,7 @@ fn bar(parts: &[SegmentMedian]) -> String {
         let color = segment.map_or("#999999", super::svg::segment_color);
         let _ = write!(
             svg,
-            r#"<rect class="segment" data-segment="{}" x="{x:.1}" y="0" width="{w:.1}" height="{height}" fill="{color}"><title>{} {}</title></rect>"#,
+            r#"<rect class="segment" data-segment="{}" x="{x0:.1}" y="0" width="{w:.1}" height="{bar_h}" fill="{color}"><title>{} {}</title></rect>"#,
             p.segment,
             p.segment,
             fmt_ms(p.median_ms)
@@ -518,14 +609,45 @@ fn bar(parts: &[SegmentMedian]) -> String {
         if w > 6.0 * label.len() as f64 + 4.0 {
             let _ = write!(
                 svg,
-                r##"<text x="{:.1}" y="15" font-size="10" fill="#ffffff">{label}</text>"##,
-                x + 2.0
+                r##"<text x="{:.1}" y="14" font-size="10" fill="#ffffff">{label}</text>"##,
+                x0 + 2.0
             );
         }
-        x += w;
     }
+    let _ = write!(
+        svg,
+        r##"<text class="total" x="{:.1}" y="14" font-size="11" fill="#222">{}</text>"##,
+        axis.x(total) + 4.0,
+        fmt_ms(total)
+    );
     svg.push_str("</svg>");
     svg
+}
+
+/// The colours of the bars' segments present in the sheet, named.
+fn bar_legend(sheet: &Sheet) -> String {
+    use super::text::xml_escape;
+    let present: Vec<Segment> = Segment::ALL
+        .iter()
+        .map(|(s, _)| *s)
+        .filter(|s| {
+            sheet
+                .rows
+                .iter()
+                .any(|r| r.where_the_time_went.iter().any(|p| p.segment == s.name()))
+        })
+        .collect();
+    let items: Vec<String> = present
+        .iter()
+        .map(|s| {
+            format!(
+                r#"<span class="legend"><svg width="10" height="10"><rect width="10" height="10" fill="{}"/></svg> {}</span>"#,
+                super::svg::segment_color(*s),
+                xml_escape(s.name())
+            )
+        })
+        .collect();
+    items.join(" &nbsp; ")
 }
 
 /// How one row changed between two sheets (`nodedown compare` of two sheets).
@@ -660,7 +782,7 @@ mod tests {
             kubernetes: None,
             nodes: None,
         };
-        let s = sheet("nodedown test", env.clone(), true, 1, &rows, &report);
+        let s = sheet("nodedown test", env.clone(), true, 1, &rows, &report, None);
         assert_eq!(s.rows[0].verdict, RowVerdict::Pass);
         assert_eq!((s.rows[0].runs, s.rows[0].passed), (1, 1));
         assert_eq!(s.rows[0].time_to_ready.as_ref().unwrap().p50_ms, 27850);
@@ -672,7 +794,7 @@ mod tests {
         let mut worse = report.clone();
         worse.experiments[0].runs[0].verdict = Verdict::Fail;
         worse.experiments[0].runs[0].expectations[0].verdict = Verdict::Fail;
-        let w = sheet("nodedown test", env, true, 1, &rows, &worse);
+        let w = sheet("nodedown test", env, true, 1, &rows, &worse, None);
         assert_eq!(w.rows[0].verdict, RowVerdict::Fail);
         assert!(w.rows[0].reason.as_ref().unwrap().contains("expected"));
         assert_ne!(w.digest, s.digest);

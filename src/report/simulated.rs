@@ -482,6 +482,269 @@ pub fn compare(
     out
 }
 
+/// One line of a curve chart: its name, colour, and per point the pods lost and the time
+/// (`None`: never, within the window).
+struct Series {
+    name: String,
+    color: &'static str,
+    points: Vec<(usize, Option<u64>)>,
+}
+
+/// A line chart of times against pods lost (log axis across, seconds up), a line per series,
+/// each point's time written beside it; a point that never got there is an ✕ in the `never`
+/// band at the top, so it cannot be read as fast.
+fn curve_chart(title: &str, series: &[Series]) -> String {
+    use super::text::xml_escape;
+    use std::fmt::Write;
+    let (left, plot_w, plot_h, top) = (70.0, 620.0, 260.0, 60.0);
+    let never_band = 24.0;
+    let xs: Vec<usize> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    let (min_x, max_x) = (
+        *xs.iter().min().unwrap_or(&1) as f64,
+        *xs.iter().max().unwrap_or(&1) as f64,
+    );
+    let max_y = series
+        .iter()
+        .flat_map(|s| s.points.iter().filter_map(|p| p.1))
+        .max()
+        .unwrap_or(10_000)
+        .max(10_000)
+        .div_ceil(10_000)
+        * 10_000;
+    let x = |pods: usize| {
+        if max_x <= min_x {
+            left + plot_w / 2.0
+        } else {
+            left + ((pods as f64).ln() - min_x.ln()) / (max_x.ln() - min_x.ln()) * plot_w
+        }
+    };
+    let y = |ms: Option<u64>| match ms {
+        Some(ms) => top + never_band + plot_h - ms as f64 / max_y as f64 * plot_h,
+        None => top + never_band / 2.0,
+    };
+    let legend_h = 16.0 * series.len() as f64;
+    let (width, height) = (
+        left + plot_w + 200.0,
+        top + never_band + plot_h + 50.0 + legend_h,
+    );
+    let mut out = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" style="max-width:100%;height:auto" font-family="sans-serif" role="img" aria-label="{t}"><text x="8" y="22" font-size="15" font-weight="bold">{t}</text>"#,
+        t = xml_escape(title)
+    );
+    let base = top + never_band + plot_h;
+    // The never band, the y grid every 10 s (or 30 s / 60 s), the x ticks at each pod count.
+    let _ = write!(
+        out,
+        r##"<rect x="{left}" y="{top}" width="{plot_w}" height="{never_band}" fill="#f9e0e0"/><text x="{}" y="{}" font-size="11" text-anchor="end" fill="#c0392b">never</text>"##,
+        left - 6.0,
+        top + never_band / 2.0 + 4.0
+    );
+    let step = match max_y {
+        m if m <= 120_000 => 10_000,
+        m if m <= 600_000 => 60_000,
+        _ => 300_000,
+    };
+    let mut t = 0;
+    while t <= max_y {
+        let ty = y(Some(t));
+        let _ = write!(
+            out,
+            r##"<line x1="{left}" x2="{}" y1="{ty:.1}" y2="{ty:.1}" stroke="#e5e5e5"/><text x="{}" y="{:.1}" font-size="11" text-anchor="end">{}</text>"##,
+            left + plot_w,
+            left - 6.0,
+            ty + 4.0,
+            crate::units::fmt_ms(t)
+        );
+        t += step;
+    }
+    let mut ticks: Vec<usize> = xs.clone();
+    ticks.sort_unstable();
+    ticks.dedup();
+    for p in &ticks {
+        let tx = x(*p);
+        let _ = write!(
+            out,
+            r##"<line x1="{tx:.1}" x2="{tx:.1}" y1="{top}" y2="{base}" stroke="#eeeeee"/><text x="{tx:.1}" y="{}" font-size="11" text-anchor="middle">{p}</text>"##,
+            base + 16.0
+        );
+    }
+    let _ = write!(
+        out,
+        r##"<text x="{}" y="{}" font-size="11" text-anchor="middle" fill="#666">pods lost (log scale)</text>"##,
+        left + plot_w / 2.0,
+        base + 34.0
+    );
+    for s in series {
+        let mut pts = s.points.clone();
+        pts.sort_by_key(|p| p.0);
+        // The line joins the points that got there; a never breaks it.
+        let mut path = String::new();
+        let mut pen_down = false;
+        for (pods, ms) in &pts {
+            match ms {
+                Some(_) => {
+                    let _ = write!(
+                        path,
+                        "{}{:.1},{:.1} ",
+                        if pen_down { "L" } else { "M" },
+                        x(*pods),
+                        y(*ms)
+                    );
+                    pen_down = true;
+                }
+                None => pen_down = false,
+            }
+        }
+        if !path.is_empty() {
+            let _ = write!(
+                out,
+                r#"<path class="curve" data-series="{}" d="{}" fill="none" stroke="{}" stroke-width="2"/>"#,
+                xml_escape(&s.name),
+                path.trim_end(),
+                s.color
+            );
+        }
+        for (pods, ms) in &pts {
+            let (px, py) = (x(*pods), y(*ms));
+            match ms {
+                Some(v) => {
+                    let _ = write!(
+                        out,
+                        r##"<circle class="point" cx="{px:.1}" cy="{py:.1}" r="4" fill="{c}"><title>{n}: {pods} pods, {t}</title></circle><text x="{:.1}" y="{:.1}" font-size="10" fill="{c}">{t}</text>"##,
+                        px + 6.0,
+                        py - 6.0,
+                        c = s.color,
+                        n = xml_escape(&s.name),
+                        t = crate::units::fmt_ms(*v)
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        out,
+                        r##"<path class="never" data-series="{n}" d="M{a:.1},{b:.1} l8,8 m0,-8 l-8,8" stroke="{c}" stroke-width="2"><title>{n}: {pods} pods, never</title></path>"##,
+                        a = px - 4.0,
+                        b = py - 4.0,
+                        c = s.color,
+                        n = xml_escape(&s.name)
+                    );
+                }
+            }
+        }
+    }
+    for (i, s) in series.iter().enumerate() {
+        let ly = base + 50.0 + 16.0 * i as f64;
+        let _ = write!(
+            out,
+            r##"<g class="legend"><rect x="{left}" y="{:.1}" width="14" height="4" fill="{}"/><text x="{}" y="{ly:.1}" font-size="11" fill="#333">{}</text></g>"##,
+            ly - 5.0,
+            s.color,
+            left + 20.0,
+            xml_escape(&s.name)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+const CURVE_COLORS: [&str; 8] = [
+    "#1e8449", "#c0392b", "#2980b9", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#b7950b",
+];
+
+/// The curve as one self-contained HTML page: the banner, time to every replacement Ready
+/// against pods lost (a line per remediation, never marked), each milestone against pods lost
+/// per remediation, and the table of `curve_markdown`.
+pub fn curve_html(results: &[SimulatedResult]) -> String {
+    use super::text::xml_escape;
+    use crate::timeline::scale::Milestone as M;
+    use std::fmt::Write;
+    let mut remediations: Vec<&str> = Vec::new();
+    for r in results {
+        if !remediations.contains(&r.remediation.as_str()) {
+            remediations.push(&r.remediation);
+        }
+    }
+    // A run's time for a milestone: every instance there (None: not all got there).
+    let all = |r: &SimulatedResult, m: M| {
+        r.milestones
+            .iter()
+            .find(|f| f.milestone == m)
+            .and_then(|f| f.all_ms())
+    };
+    let faulted = |r: &SimulatedResult| r.milestones.iter().any(|f| f.of > 0);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>nodedown simulated curve</title><style>body{{font-family:sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px}}th{{background:#f4f4f4}}.banner{{background:#fff3cd;padding:8px;border:1px solid #e0c96a}}div.scroll{{overflow-x:auto}}</style></head><body>"
+    );
+    let _ = writeln!(
+        out,
+        "<h1>nodedown simulated curve</h1><p class=\"banner\"><b>{}</b></p>",
+        xml_escape(BANNER)
+    );
+    let series: Vec<Series> = remediations
+        .iter()
+        .enumerate()
+        .map(|(i, rem)| Series {
+            name: (*rem).to_string(),
+            color: CURVE_COLORS[i % CURVE_COLORS.len()],
+            points: results
+                .iter()
+                .filter(|r| r.remediation == *rem && faulted(r))
+                .map(|r| (r.instances, all(r, M::ReplacementReady)))
+                .collect(),
+        })
+        .collect();
+    out.push_str(&curve_chart(
+        "time to every replacement Ready, by pods lost",
+        &series,
+    ));
+    for (i, rem) in remediations.iter().enumerate() {
+        let runs: Vec<&SimulatedResult> = results
+            .iter()
+            .filter(|r| r.remediation == *rem && faulted(r))
+            .collect();
+        let series: Vec<Series> = M::ALL
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| {
+                runs.iter()
+                    .any(|r| r.milestones.iter().any(|f| f.milestone == **m && f.of > 0))
+            })
+            .map(|(j, m)| Series {
+                name: m.as_str().to_string(),
+                color: CURVE_COLORS[(i + j) % CURVE_COLORS.len()],
+                points: runs.iter().map(|r| (r.instances, all(r, *m))).collect(),
+            })
+            .collect();
+        if !series.is_empty() {
+            out.push_str(&curve_chart(
+                &format!("{rem}: every milestone (all instances there), by pods lost"),
+                &series,
+            ));
+        }
+    }
+    // The table, as curve.md has it.
+    let md = curve_markdown(results);
+    let _ = writeln!(out, "<div class=\"scroll\"><table>");
+    for (n, line) in md.lines().filter(|l| l.starts_with('|')).enumerate() {
+        if n == 1 {
+            continue; // the alignment row
+        }
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let tag = if n == 0 { "th" } else { "td" };
+        let row: String = cells
+            .iter()
+            .map(|c| format!("<{tag}>{}</{tag}>", xml_escape(c)))
+            .collect();
+        let _ = writeln!(out, "<tr>{row}</tr>");
+    }
+    let _ = writeln!(out, "</table></div></body></html>");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
