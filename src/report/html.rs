@@ -57,6 +57,36 @@ fn run_section(out: &mut String, r: &RunResult) {
         );
     }
     let _ = writeln!(out, "</table>");
+    let lane = r
+        .lane
+        .map(|l| format!(" · lane {l} ({})", r.lane_nodes.join(", ")))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "<p>outcome: {} · started {}{}</p>",
+        xml_escape(&super::outcome::of(r).summary),
+        xml_escape(r.started.as_deref().unwrap_or("—")),
+        xml_escape(&lane)
+    );
+    // kube-controller-manager's counters that moved between the fault and the recovery: which
+    // path detached the volume.
+    if let Some(counters) = r.controller_counters.as_ref().filter(|c| !c.is_empty()) {
+        let _ = writeln!(
+            out,
+            "<table><tr><th>controller-manager counter</th><th>before</th><th>after</th><th>shared with</th></tr>"
+        );
+        for c in counters {
+            let _ = writeln!(
+                out,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                xml_escape(&c.series),
+                c.before.map_or("—".into(), |b| b.to_string()),
+                c.after,
+                xml_escape(&c.shared_with.join(", "))
+            );
+        }
+        let _ = writeln!(out, "</table>");
+    }
     if let Some(svg) = super::svg::instances(r) {
         instances(out, r, &svg);
     }
@@ -142,6 +172,17 @@ pub fn render(report: &Report) -> String {
         count(Verdict::Unknown),
         xml_escape(&super::outcome::banner(&runs))
     );
+    // What summary.md says besides the tables: when, the invocation's wall time and lanes.
+    if let Some(first) = runs.iter().filter_map(|r| r.started.as_deref()).min() {
+        let _ = writeln!(out, "<p>Started {}</p>", xml_escape(first));
+    }
+    if let Some(inv) = &report.invocation {
+        let _ = writeln!(
+            out,
+            "<p>{}</p>",
+            xml_escape(&super::markdown::invocation_line(inv))
+        );
+    }
     for exp in &report.experiments {
         let _ = writeln!(
             out,
@@ -149,6 +190,16 @@ pub fn render(report: &Report) -> String {
             xml_escape(&exp.name),
             xml_escape(&exp.file)
         );
+        if let Some(env) = exp.runs.iter().find_map(|r| r.environment.as_ref()) {
+            let _ = writeln!(
+                out,
+                "<p>{}</p>",
+                xml_escape(&super::markdown::environment_line(env))
+            );
+        }
+        if let Some(line) = super::markdown::wall_time(&exp.runs) {
+            let _ = writeln!(out, "<p>{}</p>", xml_escape(&line));
+        }
         out.push_str(&super::svg::experiment(exp));
         if let Some(svg) = super::svg::experiment_breakdown(exp) {
             let _ = writeln!(out, "<h4>where the time went</h4>");

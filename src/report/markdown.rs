@@ -101,23 +101,7 @@ fn render_with(report: &Report, evidence: bool) -> String {
         );
     }
     if let Some(inv) = &report.invocation {
-        let d = |ms: u64| crate::units::fmt_duration(std::time::Duration::from_millis(ms));
-        let _ = writeln!(
-            out,
-            "\nWall time of the invocation: {} — preparing the cluster {} · runs {}{} (failover {}) · \
-             finishing {}; harness share {:.0}% (all but the failovers).",
-            d(inv.total_ms),
-            d(inv.prepare_ms),
-            d(inv.runs_ms),
-            if inv.lanes > 1 {
-                format!(" in {} lanes", inv.lanes)
-            } else {
-                String::new()
-            },
-            d(inv.failover_ms),
-            d(inv.finish_ms),
-            inv.harness_share * 100.0
-        );
+        let _ = writeln!(out, "\n{}", invocation_line(inv));
     }
     for exp in &report.experiments {
         experiment(&mut out, exp, evidence);
@@ -185,7 +169,26 @@ fn integrity_cell(runs: &[&RunResult]) -> String {
 }
 
 /// One line on where the runs happened.
-fn environment_line(env: &crate::report::Environment) -> String {
+/// Where an invocation's wall time went, in one sentence (Markdown and HTML alike).
+pub(crate) fn invocation_line(inv: &crate::report::InvocationResult) -> String {
+    format!(
+        "Wall time of the invocation: {} — preparing the cluster {} · runs {}{} (failover {}) · \
+         finishing {}; harness share {:.0}% (all but the failovers).",
+        fmt_ms(inv.total_ms),
+        fmt_ms(inv.prepare_ms),
+        fmt_ms(inv.runs_ms),
+        if inv.lanes > 1 {
+            format!(" in {} lanes", inv.lanes)
+        } else {
+            String::new()
+        },
+        fmt_ms(inv.failover_ms),
+        fmt_ms(inv.finish_ms),
+        inv.harness_share * 100.0
+    )
+}
+
+pub(crate) fn environment_line(env: &crate::report::Environment) -> String {
     let mut parts = Vec::new();
     if let Some(k) = &env.kubernetes {
         parts.push(format!("Kubernetes {k}"));
@@ -308,7 +311,7 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
 
 /// Where the runs' wall time went: the sum of each harness stage over the runs that recorded
 /// stages (`None` when none did, e.g. runs recorded before stages were).
-fn wall_time(runs: &[RunResult]) -> Option<String> {
+pub(crate) fn wall_time(runs: &[RunResult]) -> Option<String> {
     let timed: Vec<&RunResult> = runs.iter().filter(|r| !r.stages_ms.is_empty()).collect();
     if timed.is_empty() {
         return None;
@@ -326,19 +329,13 @@ fn wall_time(runs: &[RunResult]) -> Option<String> {
     let total: u64 = timed.iter().map(|r| r.duration_ms).sum();
     let parts: Vec<String> = order
         .iter()
-        .map(|s| {
-            format!(
-                "{} {}",
-                s,
-                crate::units::fmt_duration(std::time::Duration::from_millis(sums[s]))
-            )
-        })
+        .map(|s| format!("{} {}", s, fmt_ms(sums[s])))
         .collect();
     Some(format!(
         "Wall time: {} {}, {} in all — {}",
         timed.len(),
         if timed.len() == 1 { "run" } else { "runs" },
-        crate::units::fmt_duration(std::time::Duration::from_millis(total)),
+        fmt_ms(total),
         parts.join(" · ")
     ))
 }
