@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  nodedown cleanup runs/2026-12-06T10-00-00Z      heal what a killed run left, from its journal")]
 pub struct CleanupArgs {
     /// The directory of the run to heal (as given to `nodedown run --out`, or one run inside it).
     pub run_dir: PathBuf,

@@ -12,6 +12,11 @@ pub enum CompareFormat {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  nodedown compare runs/before runs/after                    noise-aware: n, ranges, p-values
+  nodedown compare runs/before runs/after --strict           fail on medians past tolerance
+  nodedown compare base.json cand.json --tolerance time-to-ready=+10% --format markdown
+  nodedown compare qual-v1/ qual-v2/                          two qualification sheets")]
 pub struct CompareArgs {
     /// The baseline: a run directory or its results.json — or a qualification's sheet.json (or
     /// its directory), to compare two sheets row by row — or a simulated invocation's directory

@@ -13,6 +13,10 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  nodedown qualify --storage-class nodedown-attach --quick      CI-sized, about 15 minutes
+  nodedown qualify --testdriver driver.yaml --plan-only         the matrix, nothing run
+  nodedown qualify --testdriver driver.yaml --context lab --allow-context lab --repeat 10")]
 pub struct QualifyArgs {
     /// The driver definition of the upstream storage suites (`e2e.test
     /// -storage.testdriver=FILE`): DriverInfo.Name and Capabilities, the StorageClass, the
@@ -82,6 +86,17 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
+    if args.run.repeat == Some(0) {
+        error("--repeat must be at least 1");
+        return EXIT_BAD_INPUT;
+    }
+    // A context that is not in the kubeconfig is named, not found out as "not reachable".
+    if let Some(ctx) = &args.run.context {
+        if let Err(e) = context_exists(ctx) {
+            error(e);
+            return EXIT_BAD_INPUT;
+        }
+    }
     let context = context_of(&args.run);
     let (facts, driver_facts) = match cluster_facts(
         &args.run,
@@ -109,7 +124,33 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         Some(d) => Storage::from_driver(d, &class, attaches),
         None => Storage::from_class(&class, attaches),
     };
-    let rows = matrix(&storage, args.quick);
+    let mut rows = matrix(&storage, args.quick);
+    // `--only` picks rows of the matrix by id; one that names no row is refused with the
+    // closest and every row there is.
+    if !args.run.only.is_empty() {
+        let ids: Vec<&str> = rows.iter().map(|r| r.id).collect();
+        let unknown: Vec<String> = args
+            .run
+            .only
+            .iter()
+            .filter(|o| !ids.contains(&o.as_str()))
+            .map(|o| match crate::spec::closest(o, &ids) {
+                Some(c) => {
+                    format!("--only {o}: no row of the matrix is named so; did you mean `{c}`?")
+                }
+                None => format!("--only {o}: no row of the matrix is named so"),
+            })
+            .collect();
+        if !unknown.is_empty() {
+            for u in unknown {
+                error(u);
+            }
+            error(format!("the rows: {}", ids.join(", ")));
+            return EXIT_BAD_INPUT;
+        }
+        let only = std::mem::take(&mut args.run.only);
+        rows.retain(|r| only.iter().any(|o| o == r.id));
+    }
     let out = args.run.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
@@ -153,6 +194,34 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         }
     }
     if args.plan_only {
+        // The refusals the run would make on this cluster, and what it would cost.
+        args.run.paths = vec![dir.clone()];
+        args.run.repeat = Some(repeat);
+        match super::run::plan_refusals(&args.run) {
+            Ok(not_run) => {
+                for n in &not_run {
+                    eprintln!(
+                        "  would be refused here: {} ({}): {}",
+                        n.experiment, n.variant, n.reason
+                    );
+                }
+            }
+            Err(code) => return code,
+        }
+        let secs: u64 = rows
+            .iter()
+            .filter_map(|r| match &r.body {
+                RowBody::Run(text) => Some(estimate_secs(text)),
+                RowBody::NotApplicable(_) => None,
+            })
+            .sum::<u64>()
+            * repeat as u64;
+        eprintln!(
+            "estimate: about {} one run after the other (each run's setup, steady state and heal \
+             plus its failover window, or its recovery timeout where no recovery is expected); \
+             lanes divide it",
+            crate::units::fmt_ms(secs * 1000)
+        );
         return super::EXIT_OK;
     }
     args.run.paths = vec![dir];
@@ -251,6 +320,41 @@ fn class_in_manifest(path: &std::path::Path) -> Result<String, String> {
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| format!("{}: the StorageClass has no metadata.name", path.display()))
+}
+
+/// Whether `ctx` is a context of the kubeconfig (KUBECONFIG, else ~/.kube/config): an error
+/// naming the closest and every context there is when not.
+fn context_exists(ctx: &str) -> Result<(), String> {
+    let config = kube::config::Kubeconfig::read()
+        .map_err(|e| format!("--context {ctx}: cannot read the kubeconfig: {e}"))?;
+    let names: Vec<&str> = config.contexts.iter().map(|c| c.name.as_str()).collect();
+    if names.contains(&ctx) {
+        return Ok(());
+    }
+    let closest = crate::spec::closest(ctx, &names)
+        .map(|c| format!("; did you mean `{c}`?"))
+        .unwrap_or_default();
+    Err(format!(
+        "--context {ctx}: the kubeconfig has no such context{closest} (its contexts: {})",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
+/// A rough wall time of one run of a row's experiment, in seconds: ~40 s of setup, steady
+/// state and heal, plus a minute of failover where it should recover, or its whole recovery
+/// timeout where it should not (a run that waits for nothing).
+fn estimate_secs(text: &str) -> u64 {
+    let v: serde_json::Value = serde_saphyr::from_str(text).unwrap_or_default();
+    let timeout = v["timeouts"]["recovery"]
+        .as_str()
+        .and_then(|t| crate::spec::duration::parse(t).ok())
+        .map_or(180, |d| d.as_secs());
+    let recovers = !text.contains("recovered: false");
+    40 + if recovers { timeout.min(60) } else { timeout }
 }
 
 /// The kubeconfig context the runs will use: `--context`, else `kind-<cluster name>`.

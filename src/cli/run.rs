@@ -44,111 +44,133 @@ pub enum Output {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  nodedown run                                   the smoke experiment on a kind cluster it creates
+  nodedown run experiments/node-shutdown.yaml --only out-of-service-taint --repeat 5
+  nodedown run experiments/ --parallel auto      every experiment, in lanes
+  nodedown run experiments/attach-detach.yaml --dry-run     the plan, nothing touched
+  nodedown run --context lab --allow-context lab --power-off 'virsh destroy {node}' \\
+      --power-on 'virsh start {node}' --power-state 'virsh domstate {node}' \\
+      experiments/node-shutdown.yaml                 your own cluster, your power commands
+
+Exit codes: 0 every run passed · 1 an expectation failed (or, with --fail-on unknown, a run
+was undecided) · 2 bad input · 3 the harness could not · 130 interrupted (everything healed)")]
 pub struct RunArgs {
     /// Experiment files or directories of *.yaml (default: experiments/smoke.yaml).
     pub paths: Vec<PathBuf>,
     /// Output directory (default: runs/<UTC timestamp>).
-    #[arg(long)]
+    #[arg(help_heading = "Output and exit code", long)]
     pub out: Option<PathBuf>,
     /// Where the experiments run, over their `cluster.provider`: kind, k3d or an existing
     /// cluster.
-    #[arg(long, value_enum, env = "NODEDOWN_PROVIDER")]
+    #[arg(help_heading = "Cluster", long, value_enum, env = "NODEDOWN_PROVIDER")]
     pub provider: Option<ProviderArg>,
     /// kind or k3d cluster to create or reuse (default: the experiment's cluster.name, else
     /// nodedown).
-    #[arg(long)]
+    #[arg(help_heading = "Cluster", long)]
     pub cluster_name: Option<String>,
     /// kind config to create the cluster from (default: the experiment's cluster.config).
-    #[arg(long)]
+    #[arg(help_heading = "Cluster", long)]
     pub kind_config: Option<PathBuf>,
     /// k3d config to create a k3d cluster from (default: the experiment's cluster.config, else
     /// nodedown's fast profile for k3d, written to the output directory).
-    #[arg(long)]
+    #[arg(help_heading = "Cluster", long)]
     pub k3d_config: Option<PathBuf>,
     /// Keep a cluster this run created (by default it is deleted at the end).
-    #[arg(long)]
+    #[arg(help_heading = "Cluster", long)]
     pub retain: bool,
     /// Use an existing cluster through this kubeconfig context (no kind).
-    #[arg(long)]
+    #[arg(help_heading = "Cluster", long)]
     pub context: Option<String>,
     /// Run each variant this many times (overrides `repeat`).
-    #[arg(long)]
+    #[arg(help_heading = "What runs", long)]
     pub repeat: Option<u32>,
     /// Run only these variants (repeatable).
-    #[arg(long = "only", value_name = "VARIANT")]
+    #[arg(help_heading = "What runs", long = "only", value_name = "VARIANT")]
     pub only: Vec<String>,
     /// Node image for a cluster this run creates: kind's (default: the one testenv built last),
     /// or the k3s image for k3d (default: the k3d config's, else rancher/k3s:v1.34.8-k3s1).
-    #[arg(long, env = "NODEDOWN_NODE_IMAGE")]
+    #[arg(help_heading = "Cluster", long, env = "NODEDOWN_NODE_IMAGE")]
     pub node_image: Option<String>,
     /// What to print on stdout at the end.
-    #[arg(long, value_enum, default_value_t = Output::Table)]
+    #[arg(help_heading = "Output and exit code", long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
     /// Which verdicts make the exit code non-zero: `unknown` (default) fails on a failed
     /// expectation and on a run nothing could be decided about; `fail` only on a failed one.
-    #[arg(long, value_enum, env = "NODEDOWN_FAIL_ON", default_value_t = FailOn::Unknown)]
+    #[arg(help_heading = "Output and exit code", long, value_enum, env = "NODEDOWN_FAIL_ON", default_value_t = FailOn::Unknown)]
     pub fail_on: FailOn,
     /// The host directory behind testenv's `nodedown-shared` storage class (read directly when
     /// present; otherwise the ledger is read through the API server).
-    #[arg(long, env = "NODEDOWN_SHARED_DIR", default_value = crate::workload::DEFAULT_SHARED_DIR)]
+    #[arg(help_heading = "Workload", long, env = "NODEDOWN_SHARED_DIR", default_value = crate::workload::DEFAULT_SHARED_DIR)]
     pub shared_dir: PathBuf,
     /// Confirms a destructive run on an existing cluster (one nodedown did not create): the
     /// kubeconfig context that may be faulted.
-    #[arg(long, env = "NODEDOWN_ALLOW_CONTEXT", value_name = "CONTEXT")]
+    #[arg(
+        help_heading = "Cluster",
+        long,
+        env = "NODEDOWN_ALLOW_CONTEXT",
+        value_name = "CONTEXT"
+    )]
     pub allow_context: Option<String>,
     /// Print the plan and every action each run would take; touch nothing (no cluster needed).
-    #[arg(long)]
+    #[arg(help_heading = "What runs", long)]
     pub dry_run: bool,
     /// Run the variants this invocation can carry out and report the others as not run: those
     /// that need what no backend has, and those of experiments that name another cluster
     /// (without it, such a plan is refused with exit 2).
-    #[arg(long)]
+    #[arg(help_heading = "What runs", long)]
     pub skip_unsupported: bool,
     /// Run even on a degraded cluster (a node NotReady, an out-of-service taint already there,
     /// fewer than two schedulable workers).
-    #[arg(long)]
+    #[arg(help_heading = "Cluster", long)]
     pub force: bool,
     /// Allow the fault to hit a control-plane node (when the workload's pod runs on one).
-    #[arg(long)]
+    #[arg(help_heading = "Cluster", long)]
     pub allow_control_plane: bool,
     /// Power hook: the command that powers a node off hard (`{node}`, `{providerID}`,
     /// `{instanceId}` and `{address}` are filled in), e.g. `virsh destroy {node}`. Given with
     /// --power-on and --power-state, `node-shutdown` and fencing go through these commands.
-    #[arg(long, env = "NODEDOWN_POWER_OFF", requires_all = ["power_on", "power_state"], value_name = "COMMAND")]
+    #[arg(help_heading = "Faults on your own cluster", long, env = "NODEDOWN_POWER_OFF", requires_all = ["power_on", "power_state"], value_name = "COMMAND")]
     pub power_off: Option<String>,
     /// Power hook: the command that powers a node on again.
-    #[arg(long, env = "NODEDOWN_POWER_ON", requires_all = ["power_off", "power_state"], value_name = "COMMAND")]
+    #[arg(help_heading = "Faults on your own cluster", long, env = "NODEDOWN_POWER_ON", requires_all = ["power_off", "power_state"], value_name = "COMMAND")]
     pub power_on: Option<String>,
     /// Power hook: a command that prints `on` or `off` for a node.
-    #[arg(long, env = "NODEDOWN_POWER_STATE", requires_all = ["power_off", "power_on"], value_name = "COMMAND")]
+    #[arg(help_heading = "Faults on your own cluster", long, env = "NODEDOWN_POWER_STATE", requires_all = ["power_off", "power_on"], value_name = "COMMAND")]
     pub power_state: Option<String>,
     /// The workload image (overrides every experiment's `workload.image`): on a cluster
     /// nodedown does not load images into, the reference `nodedown image export` printed,
     /// pushed or loaded where the cluster finds it.
-    #[arg(long, env = "NODEDOWN_WORKLOAD_IMAGE", value_name = "REFERENCE")]
+    #[arg(
+        help_heading = "Workload",
+        long,
+        env = "NODEDOWN_WORKLOAD_IMAGE",
+        value_name = "REFERENCE"
+    )]
     pub workload_image: Option<String>,
     /// The nodes of this existing cluster are containers of a throwaway test cluster (e.g. a
     /// kind cluster reached by kubeconfig): the node agent may act inside them.
-    #[arg(long)]
+    #[arg(help_heading = "Cluster", long)]
     pub test_nodes: bool,
     /// The lease of a fault applied by the node agent: it undoes the fault by itself after
     /// this long, even when nodedown is gone (default: the recovery timeout plus one minute).
-    #[arg(long, value_parser = crate::spec::duration::parse, value_name = "DURATION")]
+    #[arg(help_heading = "Faults on your own cluster", long, value_parser = crate::spec::duration::parse, value_name = "DURATION")]
     pub fault_lease: Option<std::time::Duration>,
     /// Apply faults only through this backend (default: the first that can — power hooks,
     /// Docker, the node agent). Fencing uses any backend that can power nodes off.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Faults on your own cluster", long, value_enum)]
     pub node_control: Option<NodeControlArg>,
     /// How the ledger comes back after failover: `auto` reads testenv's shared host directory
     /// when it is on this machine and goes through the API server otherwise; `api` always reads
     /// it from the serving pod through the API server's pod proxy.
-    #[arg(long, value_enum, default_value_t = LedgerVia::Auto)]
+    #[arg(help_heading = "Workload", long, value_enum, default_value_t = LedgerVia::Auto)]
     pub ledger_via: LedgerVia,
     /// How often each ledger's acknowledged writes are polled through the API server's pod
     /// proxy (one request per ledger per interval; the write outage is measured to this
     /// resolution), or `off`: no polling and no ledger evidence — integrity then unknown — for
     /// measuring what the polling costs the API server.
     #[arg(
+        help_heading = "Workload",
         long,
         env = "NODEDOWN_ACK_INTERVAL",
         default_value = "200ms",
@@ -156,13 +178,19 @@ pub struct RunArgs {
     )]
     pub ack_interval: crate::observe::AckInterval,
     /// A file the Markdown summary is appended to (GitHub Actions sets it).
-    #[arg(long, env = "GITHUB_STEP_SUMMARY", hide_env_values = true)]
+    #[arg(
+        help_heading = "Output and exit code",
+        long,
+        env = "GITHUB_STEP_SUMMARY",
+        hide_env_values = true
+    )]
     pub step_summary: Option<PathBuf>,
     /// Run side by side in this many lanes (disjoint sets of worker nodes, two per lane), or
     /// `auto`: as many as the schedulable workers make room for. Each run's workload is
     /// confined to its lane; a run that cannot share the cluster runs alone (--dry-run says
     /// which and why). 1: one run after the other, each with the whole cluster.
     #[arg(
+        help_heading = "What runs",
         long,
         env = "NODEDOWN_PARALLEL",
         default_value = "1",
@@ -177,14 +205,19 @@ pub struct RunArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ToolArgs {
     /// testenv's cache directory (the node image name, the kind build).
-    #[arg(long, env = "NODEDOWN_CACHE", default_value = "/var/cache/nodedown")]
+    #[arg(
+        help_heading = "Tools",
+        long,
+        env = "NODEDOWN_CACHE",
+        default_value = "/var/cache/nodedown"
+    )]
     pub cache_dir: PathBuf,
     /// The kind executable (default: kind on PATH, else testenv's build in the cache).
-    #[arg(long = "kind", env = "NODEDOWN_KIND")]
+    #[arg(help_heading = "Tools", long = "kind", env = "NODEDOWN_KIND")]
     pub kind_bin: Option<PathBuf>,
     /// The k3d executable (default: k3d on PATH, else testenv/build-k3d.sh's build in the
     /// cache).
-    #[arg(long = "k3d", env = "NODEDOWN_K3D")]
+    #[arg(help_heading = "Tools", long = "k3d", env = "NODEDOWN_K3D")]
     pub k3d_bin: Option<PathBuf>,
 }
 
@@ -398,6 +431,18 @@ fn cluster_options(args: &RunArgs) -> Result<ClusterOptions, u8> {
 
 /// The plan refused or trimmed: what no backend of this invocation can do (refused, or left
 /// out with `--skip-unsupported`), the guard of an existing cluster, `--dry-run`'s answer.
+/// What a run of `args` would refuse before touching anything (the variants no backend of the
+/// invocation can carry out, those of another cluster), without running: for `qualify
+/// --plan-only`. `Err(exit code)` when the plan itself is bad input.
+pub(crate) fn plan_refusals(args: &RunArgs) -> Result<Vec<crate::report::NotRun>, u8> {
+    let (experiments, runs) = plan(args)?;
+    let cluster_opts = cluster_options(args)?;
+    let caps = crate::runner::capabilities(&experiments, &cluster_opts);
+    let mut not_run = other_cluster(&runs, &cluster_opts);
+    not_run.extend(unsupported(&runs, &caps, cluster_opts.node_control));
+    Ok(not_run)
+}
+
 enum Refusal {
     /// Run these; the rest is reported as not run.
     Run(Vec<crate::plan::PlannedRun>, Vec<crate::report::NotRun>),

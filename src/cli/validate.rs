@@ -4,6 +4,9 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  nodedown validate experiments/                   every file, its variants listed
+  nodedown validate my-experiment.yaml             errors name file, line, field and the fix")]
 pub struct ValidateArgs {
     /// Experiment files or directories.
     #[arg(required = true)]
