@@ -596,10 +596,12 @@ fn change(d: &MetricDelta) -> String {
     }
 }
 
-fn significance(d: &MetricDelta) -> String {
+fn significance(d: &MetricDelta, alpha: f64) -> String {
     match (d.change, d.p_value) {
         (Change::CannotTell, _) => "cannot tell".into(),
         (Change::NotCompared, _) => "not compared".into(),
+        // Significantly worse, but by less than the tolerance allows.
+        (Change::Same, Some(p)) if p < alpha => format!("within tol p={p:.3}"),
         (c, Some(p)) => format!("{} p={p:.3}", c.word()),
         (c, None) => c.word().into(),
     }
@@ -690,12 +692,12 @@ pub fn render_table(c: &Comparison) -> String {
         for d in &v.metrics {
             let _ = writeln!(
                 out,
-                "      {:<22} {:>26}  →  {:<26} {:>8}  {:<17} tol {}{}",
+                "      {:<22} {:>26}  →  {:<26} {:>8}  {:<19} tol {}{}",
                 d.metric,
                 cell(d.baseline),
                 cell(d.candidate),
                 change(d),
-                significance(d),
+                significance(d, c.alpha),
                 d.tolerance,
                 if d.regression { "  WORSE" } else { "" }
             );
@@ -752,7 +754,10 @@ pub fn render_markdown(c: &Comparison) -> String {
             v.baseline_runs,
             rate(v.candidate_pass_rate),
             v.candidate_runs,
-            v.verdicts.first().map(significance).unwrap_or_default()
+            v.verdicts
+                .first()
+                .map(|d| significance(d, c.alpha))
+                .unwrap_or_default()
         );
         for d in &v.metrics {
             let flag = if d.regression { " ❌" } else { "" };
@@ -763,7 +768,7 @@ pub fn render_markdown(c: &Comparison) -> String {
                 cell(d.baseline),
                 cell(d.candidate),
                 change(d),
-                significance(d),
+                significance(d, c.alpha),
                 d.tolerance
             );
         }
