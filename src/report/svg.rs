@@ -611,7 +611,16 @@ pub fn breakdown(title: &str, runs: &[(&RunResult, String)]) -> Option<String> {
         r##"<text x="8" y="{}" font-size="11" fill="#666">time from the fault until Ready, cut at each milestone observed; hatched: not Ready while watched</text>"##,
         bottom + 20
     );
-    for (i, (segment, _)) in Segment::ALL.iter().enumerate() {
+    // The legend names the segments drawn.
+    let present: Vec<Segment> = Segment::ALL
+        .iter()
+        .map(|(s, _)| *s)
+        .filter(|s| {
+            bars.iter()
+                .any(|(_, parts, _)| parts.iter().any(|p| p.segment == *s))
+        })
+        .collect();
+    for (i, segment) in present.iter().enumerate() {
         let (col, line) = ((i % 4) as u32, (i / 4) as u32);
         let lx = 8 + col * ((width - 16) / 4);
         let ly = bottom + 40 + line * LEGEND_LINE;
