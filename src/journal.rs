@@ -41,6 +41,11 @@ pub enum Undo {
     RemoveDir {
         path: PathBuf,
     },
+    /// Delete a StorageClass nodedown made for an invocation (`qualify` with a testdriver
+    /// file's `FromName` or `FromFile`).
+    DeleteStorageClass {
+        name: String,
+    },
 }
 
 /// The two independent halves of a heal, carried out at the same time: the nodes (faults
@@ -60,7 +65,8 @@ impl Undo {
             }
             Undo::DeleteNamespace { .. }
             | Undo::DeletePersistentVolume { .. }
-            | Undo::RemoveDir { .. } => Track::RunObjects,
+            | Undo::RemoveDir { .. }
+            | Undo::DeleteStorageClass { .. } => Track::RunObjects,
         }
     }
 
@@ -73,6 +79,7 @@ impl Undo {
             Undo::DeleteNamespace { .. } => 3,
             Undo::DeletePersistentVolume { .. } => 4,
             Undo::RemoveDir { .. } => 5,
+            Undo::DeleteStorageClass { .. } => 6,
         }
     }
 }

@@ -34,8 +34,126 @@ pub struct QualifyArgs {
     /// Print the matrix (and write the experiment files) without running anything.
     #[arg(long)]
     pub plan_only: bool,
+    /// Resolve a relative `StorageClass.FromFile` from this directory (as upstream's testfiles
+    /// resolve it from the repository root) instead of from the testdriver file's directory.
+    #[arg(long, value_name = "DIR")]
+    pub repo_root: Option<PathBuf>,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// The class the rows use: one installed, or one qualify makes for the runs (as the upstream
+/// suites do for `FromName` and `FromFile`) and deletes afterwards.
+enum ClassPlan {
+    Installed(String),
+    Create {
+        name: String,
+        /// The StorageClass object.
+        object: serde_json::Value,
+        /// Where it comes from, for people: `FromName (provisioner X)`, `FromFile path`.
+        from: String,
+    },
+}
+
+impl ClassPlan {
+    fn name(&self) -> &str {
+        match self {
+            ClassPlan::Installed(n) | ClassPlan::Create { name: n, .. } => n,
+        }
+    }
+}
+
+/// A name of the invocation's own for a class it makes: `nd-qualify-<5 hex digits>`.
+fn class_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
+        .unwrap_or(0);
+    format!("nd-qualify-{:05x}", (nanos ^ std::process::id()) & 0xfffff)
+}
+
+/// The StorageClass of a `FromFile` manifest under the name `name`: exactly one StorageClass,
+/// not a Go template (upstream renders none either), its server-side fields dropped.
+fn class_from_manifest(path: &std::path::Path, name: &str) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: cannot read the StorageClass manifest of StorageClass.FromFile: {e}",
+            path.display()
+        )
+    })?;
+    if let Some((i, line)) = text.lines().enumerate().find(|(_, l)| l.contains("{{")) {
+        return Err(format!(
+            "{}:{}: a Go template (`{}`): the suites load FromFile as it is, and so does nodedown; render it with your values first and point FromFile at the result",
+            path.display(),
+            i + 1,
+            line.trim()
+        ));
+    }
+    let mut v: serde_json::Value = serde_saphyr::from_str(&text)
+        .map_err(|e| format!("{}: not a StorageClass manifest: {e}", path.display()))?;
+    if v["kind"].as_str() != Some("StorageClass") {
+        return Err(format!(
+            "{}: not a StorageClass manifest (kind: {}); StorageClass.FromFile names one StorageClass",
+            path.display(),
+            v["kind"]
+        ));
+    }
+    if v["provisioner"].as_str().is_none() {
+        return Err(format!(
+            "{}: the StorageClass has no provisioner",
+            path.display()
+        ));
+    }
+    let meta = v["metadata"].as_object().cloned().unwrap_or_default();
+    let mut labels = meta
+        .get("labels")
+        .and_then(|l| l.as_object().cloned())
+        .unwrap_or_default();
+    labels.insert(
+        "app.kubernetes.io/managed-by".into(),
+        serde_json::Value::String("nodedown".into()),
+    );
+    let mut m = serde_json::Map::new();
+    m.insert("name".into(), name.into());
+    m.insert("labels".into(), serde_json::Value::Object(labels));
+    if let Some(a) = meta.get("annotations") {
+        // A class the manifest marks as the default would become the cluster's default.
+        let mut a = a.as_object().cloned().unwrap_or_default();
+        a.remove("storageclass.kubernetes.io/is-default-class");
+        m.insert("annotations".into(), serde_json::Value::Object(a));
+    }
+    v["metadata"] = serde_json::Value::Object(m);
+    Ok(v)
+}
+
+/// Creates the planned class, recording its deletion in a journal below the runs' directory
+/// first (so `nodedown cleanup OUT/runs` deletes it after a crash).
+async fn create_class(
+    context: &str,
+    journal_dir: &std::path::Path,
+    name: &str,
+    object: &serde_json::Value,
+) -> Result<(crate::journal::Journal, u64, kube::Client), String> {
+    use k8s_openapi::api::storage::v1::StorageClass;
+    let sc: StorageClass = serde_json::from_value(object.clone())
+        .map_err(|e| format!("the StorageClass {name} is not valid: {e}"))?;
+    let (client, _) = crate::cluster::client_for_context(Some(context))
+        .await
+        .map_err(|e| format!("cannot reach the cluster to create StorageClass {name}: {e}"))?;
+    std::fs::create_dir_all(journal_dir)
+        .map_err(|e| format!("cannot create {}: {e}", journal_dir.display()))?;
+    let journal = crate::journal::Journal::open(&journal_dir.join(crate::store::JOURNAL_FILE))
+        .map_err(|e| format!("cannot open the journal in {}: {e}", journal_dir.display()))?;
+    let id = journal
+        .record(crate::journal::Undo::DeleteStorageClass {
+            name: name.to_string(),
+        })
+        .map_err(|e| format!("cannot write the journal: {e}"))?;
+    kube::Api::<StorageClass>::all(client.clone())
+        .create(&Default::default(), &sc)
+        .await
+        .map_err(|e| format!("cannot create StorageClass {name}: {e}"))?;
+    Ok((journal, id, client))
 }
 
 /// Runs the qualification; returns the exit code (`nodedown run`'s contract over the rows that
@@ -49,7 +167,8 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         Some(path) => match crate::spec::load_testdriver(path) {
             Ok((d, warnings)) => {
                 for w in warnings {
-                    eprintln!("warning: {}:{w}", path.display());
+                    let kind = if w.note { "note" } else { "warning" };
+                    eprintln!("{kind}: {}:{w}", path.display());
                 }
                 Some(d)
             }
@@ -60,32 +179,54 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         },
         None => None,
     };
-    let class = match (
+    let plan = match (
         &args.storage_class,
         driver.as_ref().and_then(|d| d.class.clone()),
     ) {
-        (Some(c), _) => c.clone(),
-        (None, Some(crate::spec::ClassSource::FromExistingClassName(c))) => c,
-        (None, Some(crate::spec::ClassSource::FromFile(path))) => match class_in_manifest(&path) {
-            Ok(name) => name,
-            Err(e) => {
-                error(e);
-                return EXIT_BAD_INPUT;
-            }
-        },
+        (Some(c), _) => ClassPlan::Installed(c.clone()),
+        (None, Some(crate::spec::ClassSource::FromExistingClassName(c))) => ClassPlan::Installed(c),
         (None, Some(crate::spec::ClassSource::FromName)) => {
-            error(format!(
-                "{}: StorageClass.FromName asks for a class made on the fly; nodedown qualifies an installed class: give --storage-class NAME (one whose provisioner is {})",
-                args.testdriver.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
-                driver.as_ref().map(|d| d.driver.as_str()).unwrap_or("the driver")
-            ));
-            return EXIT_BAD_INPUT;
+            // As upstream: a class whose provisioner is DriverInfo.Name, nothing else set.
+            let name = class_name();
+            let provisioner = driver
+                .as_ref()
+                .map(|d| d.driver.clone())
+                .unwrap_or_default();
+            ClassPlan::Create {
+                object: serde_json::json!({
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "StorageClass",
+                    "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "nodedown"}},
+                    "provisioner": provisioner,
+                }),
+                from: format!("StorageClass.FromName: provisioner {provisioner}"),
+                name,
+            }
+        }
+        (None, Some(crate::spec::ClassSource::FromFile { written, resolved })) => {
+            let path = match &args.repo_root {
+                Some(root) if written.is_relative() => root.join(&written),
+                _ => resolved,
+            };
+            let name = class_name();
+            match class_from_manifest(&path, &name) {
+                Ok(object) => ClassPlan::Create {
+                    object,
+                    from: format!("StorageClass.FromFile {}", path.display()),
+                    name,
+                },
+                Err(e) => {
+                    error(e);
+                    return EXIT_BAD_INPUT;
+                }
+            }
         }
         (None, None) => {
             error("no storage class: the testdriver file has no StorageClass; give --storage-class NAME");
             return EXIT_BAD_INPUT;
         }
     };
+    let class = plan.name().to_string();
     if args.run.repeat == Some(0) {
         error("--repeat must be at least 1");
         return EXIT_BAD_INPUT;
@@ -98,10 +239,52 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         }
     }
     let context = context_of(&args.run);
+    let out = args.run.out.clone().unwrap_or_else(|| {
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace(':', "");
+        PathBuf::from("runs").join(format!("qualify-{stamp}"))
+    });
+    // A class made for the runs exists before anything reads it, and goes when they end.
+    let created = match (&plan, args.plan_only) {
+        (ClassPlan::Create { name, object, from }, false) => {
+            match create_class(
+                &context,
+                &out.join("runs").join("storage-class"),
+                name,
+                object,
+            )
+            .await
+            {
+                Ok(c) => {
+                    eprintln!("qualify: created StorageClass {name} ({from}); it is deleted when the runs end");
+                    Some(c)
+                }
+                Err(e) => {
+                    error(format!(
+                        "{e}; a class made from the testdriver file ({from}) needs the cluster up before the runs (testenv/up, or --context)"
+                    ));
+                    return EXIT_HARNESS;
+                }
+            }
+        }
+        (ClassPlan::Create { name, from, .. }, true) => {
+            eprintln!(
+                "qualify: would create StorageClass {name} ({from}) for the runs and delete it after"
+            );
+            None
+        }
+        (ClassPlan::Installed(_), _) => None,
+    };
+    let planned_provisioner = match &plan {
+        ClassPlan::Create { object, .. } => object["provisioner"].as_str().map(str::to_string),
+        ClassPlan::Installed(_) => None,
+    };
     let (facts, driver_facts) = match cluster_facts(
         &args.run,
         &class,
         driver.as_ref().map(|d| d.driver.as_str()),
+        planned_provisioner.as_deref(),
     )
     .await
     {
@@ -234,6 +417,24 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     }
     let runs_dir = out.join("runs");
     let code = run::run(args.run, quiet).await;
+    if let Some((journal, id, client)) = created {
+        let api = kube::Api::<k8s_openapi::api::storage::v1::StorageClass>::all(client);
+        match api.delete(&class, &Default::default()).await {
+            Ok(_) => {
+                let _ = journal.healed(id);
+                if !quiet {
+                    eprintln!("qualify: deleted StorageClass {class}");
+                }
+            }
+            Err(e) if crate::remediation::is_not_found(&e) => {
+                let _ = journal.healed(id);
+            }
+            Err(e) => error(format!(
+                "cannot delete StorageClass {class}: {e}; `nodedown cleanup {}` deletes it",
+                runs_dir.display()
+            )),
+        }
+    }
     let report = match super::report::build(&runs_dir) {
         Ok(r) => r,
         Err(e) => {
@@ -299,29 +500,6 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     code
 }
 
-/// The StorageClass name in a manifest (`metadata.name`); the class must be installed.
-fn class_in_manifest(path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!(
-            "{}: cannot read the StorageClass manifest: {e}",
-            path.display()
-        )
-    })?;
-    let v: serde_json::Value = serde_saphyr::from_str(&text)
-        .map_err(|e| format!("{}: not a StorageClass manifest: {e}", path.display()))?;
-    if v["kind"].as_str() != Some("StorageClass") {
-        return Err(format!(
-            "{}: not a StorageClass manifest (kind: {})",
-            path.display(),
-            v["kind"]
-        ));
-    }
-    v["metadata"]["name"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("{}: the StorageClass has no metadata.name", path.display()))
-}
-
 /// Whether `ctx` is a context of the kubeconfig (KUBECONFIG, else ~/.kube/config): an error
 /// naming the closest and every context there is when not.
 fn context_exists(ctx: &str) -> Result<(), String> {
@@ -370,10 +548,13 @@ fn context_of(args: &RunArgs) -> String {
 /// The class's provisioner and attachRequired and the cluster's version and nodes, through the
 /// kubeconfig context the runs will use (`--context`, else `kind-<cluster name>`); `None` when
 /// the cluster cannot be reached yet (a kind cluster qualify is about to create).
+/// `planned`: the provisioner of a class qualify will make (not there yet under --plan-only):
+/// its CSIDriver says whether it attaches.
 async fn cluster_facts(
     args: &RunArgs,
     class: &str,
     driver: Option<&str>,
+    planned: Option<&str>,
 ) -> Option<(
     crate::timeline::ClusterFacts,
     Option<crate::runner::DriverFacts>,
@@ -382,7 +563,17 @@ async fn cluster_facts(
     let (client, _) = crate::cluster::client_for_context(Some(&context))
         .await
         .ok()?;
-    let facts = crate::runner::facts(&client, class).await.ok()?;
+    let mut facts = crate::runner::facts(&client, class).await.ok()?;
+    if let (None, Some(p)) = (&facts.provisioner, planned) {
+        facts.provisioner = Some(p.to_string());
+        facts.attach_required =
+            kube::Api::<k8s_openapi::api::storage::v1::CSIDriver>::all(client.clone())
+                .get_opt(p)
+                .await
+                .ok()
+                .flatten()
+                .map(|d| d.spec.attach_required.unwrap_or(true));
+    }
     let name = driver.or(facts.provisioner.as_deref());
     let driver = match name {
         Some(n) => crate::runner::driver_facts(&client, n).await.ok(),

@@ -240,6 +240,11 @@ impl Healer {
                 let api: Api<PersistentVolume> = Api::all(self.client.clone());
                 ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))
             }
+            Undo::DeleteStorageClass { name } => {
+                let api: Api<k8s_openapi::api::storage::v1::StorageClass> =
+                    Api::all(self.client.clone());
+                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))
+            }
             Undo::RemoveDir { path } => match std::fs::remove_dir_all(path) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

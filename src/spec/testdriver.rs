@@ -19,8 +19,10 @@ use std::path::{Path, PathBuf};
 pub enum ClassSource {
     /// `FromName: true`: a class with `DriverInfo.Name` as its provisioner and no parameters.
     FromName,
-    /// `FromFile: path`: a StorageClass manifest (relative paths from the testdriver file).
-    FromFile(PathBuf),
+    /// `FromFile: path`: a StorageClass manifest, as written and resolved (a relative path from
+    /// the testdriver file's directory; `qualify --repo-root` resolves it from there instead,
+    /// as upstream's testfiles do from the repository root).
+    FromFile { written: PathBuf, resolved: PathBuf },
     /// `FromExistingClassName: name`: a class installed in the cluster.
     FromExistingClassName(String),
 }
@@ -59,6 +61,9 @@ pub struct Warning {
     /// Dotted path, e.g. `DriverInfo.Capabilities.persistance`.
     pub field: String,
     pub message: String,
+    /// A quiet note rather than a warning: keys vendors' files commonly carry that are not
+    /// part of the upstream format (`ShortName`), ignored by the suites and here alike.
+    pub note: bool,
 }
 
 impl std::fmt::Display for Warning {
@@ -71,14 +76,22 @@ impl std::fmt::Display for Warning {
     }
 }
 
-/// The capabilities the upstream framework defines (storageframework `Cap*` constants).
-pub const CAPABILITIES: [&str; 20] = [
+/// The Kubernetes release whose storage framework the capability and field sets below were
+/// read from (k8s.io/kubernetes test/e2e/storage/framework/testdriver.go and
+/// test/e2e/storage/external/external.go at v1.34.4), plus `offlineSnapshotClone`, which later
+/// upstream sources add.
+pub const UPSTREAM_FORMAT: &str = "v1.34.4";
+
+/// The capabilities the upstream framework defines (storageframework `Cap*` constants), spelt
+/// as the file spells them.
+pub const CAPABILITIES: [&str; 23] = [
     "persistence",
     "block",
     "fsGroup",
     "volumeMountGroup",
     "exec",
     "snapshotDataSource",
+    "groupSnapshot",
     "pvcDataSource",
     "multipods",
     "RWX",
@@ -90,9 +103,11 @@ pub const CAPABILITIES: [&str; 20] = [
     "singleNodeVolume",
     "topology",
     "capacity",
+    "FSResizeFromSourceNotSupported",
     "readWriteOncePod",
     "multiplePVsSameID",
-    "fsResizeFromSourceNotSupported",
+    "capReadOnlyMany",
+    "offlineSnapshotClone",
 ];
 
 /// Top-level fields the qualification reads, and those of the upstream format it ignores.
@@ -166,6 +181,7 @@ pub fn parse_testdriver(text: &str, file: &Path) -> Result<(TestDriver, Vec<Warn
         timeouts: BTreeMap::new(),
     };
     let mut info_at = None;
+    let mut extras: Vec<(Pos, String)> = Vec::new();
     for (key, value) in top {
         let name = r.key(key, "")?;
         match name.as_str() {
@@ -181,8 +197,29 @@ pub fn parse_testdriver(text: &str, file: &Path) -> Result<(TestDriver, Vec<Warn
                     driver.timeouts.insert(k, v);
                 }
             }
-            other => r.other(key.at, "", other, &TOP_READ, &TOP_IGNORED),
+            other => {
+                let known: Vec<&str> = TOP_READ.iter().chain(&TOP_IGNORED).copied().collect();
+                if known.contains(&other) || closest(other, &known).is_some() {
+                    r.other(key.at, "", other, &TOP_READ, &TOP_IGNORED)
+                } else {
+                    extras.push((key.at, other.to_string()));
+                }
+            }
         }
+    }
+    // Keys like `ShortName` that vendors' files carry and the upstream format has not: one
+    // quiet note for all of them (the suites ignore them too), not a warning each.
+    if let Some((at, _)) = extras.first() {
+        let names: Vec<&str> = extras.iter().map(|(_, n)| n.as_str()).collect();
+        r.warnings.push(Warning {
+            line: at.0,
+            column: at.1,
+            field: names.join(", "),
+            message: format!(
+                "not part of the upstream format ({UPSTREAM_FORMAT}); ignored, as the upstream suites ignore it"
+            ),
+            note: true,
+        });
     }
     if driver.driver.is_empty() {
         return Err(invalid(
@@ -316,6 +353,7 @@ impl Reader<'_> {
             column: at.1,
             field,
             message,
+            note: false,
         });
     }
 
@@ -343,6 +381,7 @@ impl Reader<'_> {
                                 column: k.at.1,
                                 field: format!("{field}.{cap}"),
                                 message,
+                                note: false,
                             });
                         }
                     }
@@ -377,12 +416,12 @@ impl Reader<'_> {
                     }
                 }
                 "FromFile" => {
-                    let path = PathBuf::from(self.string(value, &field)?);
-                    let path = match file.parent() {
-                        Some(dir) if path.is_relative() => dir.join(path),
-                        _ => path,
+                    let written = PathBuf::from(self.string(value, &field)?);
+                    let resolved = match file.parent() {
+                        Some(dir) if written.is_relative() => dir.join(&written),
+                        _ => written.clone(),
                     };
-                    found.push((key.at, ClassSource::FromFile(path)));
+                    found.push((key.at, ClassSource::FromFile { written, resolved }));
                 }
                 "FromExistingClassName" => {
                     found.push((
@@ -471,23 +510,50 @@ Timeouts:
         assert_eq!(
             by_field,
             [
-                ("ShortName", 2),
                 ("SnapshotClass", 5),
                 ("DriverInfo.SupportedFsType", 11),
                 ("DriverInfo.Capabilities.persistance", 17),
+                ("ShortName", 2),
             ]
         );
+        assert!(warnings[0].message.contains("does not use: ignored"));
         assert!(
-            warnings[0].message.contains("unknown field"),
+            warnings[2].message.contains("did you mean `persistence`?"),
             "{}",
-            warnings[0]
+            warnings[2]
         );
-        assert!(warnings[1].message.contains("does not use: ignored"));
+        // ShortName: not upstream's, one quiet note, not a warning.
+        assert!(warnings[3].note && !warnings[..3].iter().any(|w| w.note));
         assert!(
-            warnings[3].message.contains("did you mean `persistence`?"),
+            warnings[3]
+                .message
+                .contains("not part of the upstream format"),
             "{}",
             warnings[3]
         );
+    }
+
+    /// Every capability of the upstream framework is known (none is "unknown"), spelt as
+    /// upstream spells it; the keys vendors add at the top are one note together.
+    #[test]
+    fn upstream_capabilities_are_known_and_vendor_extras_are_one_note() {
+        let text = "ShortName: x\nVendorNote: y\nStorageClass: {FromName: true}\nDriverInfo:\n    Name: d\n    Capabilities:\n        capReadOnlyMany: true\n        FSResizeFromSourceNotSupported: true\n        groupSnapshot: false\n        offlineSnapshotClone: true\n        multiplePVsSameID: true\n";
+        let (d, warnings) = parse(text).unwrap();
+        assert_eq!(d.class, Some(ClassSource::FromName));
+        assert!(d.can("capReadOnlyMany") && d.can("FSResizeFromSourceNotSupported"));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].note);
+        assert_eq!(warnings[0].field, "ShortName, VendorNote");
+        // A misspelt top-level key near a real one is still a warning of its own.
+        let (_, warnings) = parse("DrivrInfo: {}\nDriverInfo: {Name: d}\n").unwrap();
+        assert!(!warnings[0].note && warnings[0].message.contains("did you mean `DriverInfo`?"));
+        for cap in CAPABILITIES {
+            let (_, w) = parse(&format!(
+                "DriverInfo: {{Name: d, Capabilities: {{{cap}: true}}}}\n"
+            ))
+            .unwrap();
+            assert!(w.is_empty(), "{cap}: {w:?}");
+        }
     }
 
     #[test]
@@ -532,7 +598,10 @@ Timeouts:
         .unwrap();
         assert_eq!(
             d.class,
-            Some(ClassSource::FromFile(PathBuf::from("/vendor/sc.yaml")))
+            Some(ClassSource::FromFile {
+                written: PathBuf::from("sc.yaml"),
+                resolved: PathBuf::from("/vendor/sc.yaml")
+            })
         );
     }
 }
