@@ -804,3 +804,51 @@ fn an_only_that_names_no_variant_is_refused_with_a_suggestion() {
         "{stdout}"
     );
 }
+
+/// Paths that cannot be compared or reported say what is wrong with them (exit 2): one that
+/// does not exist, a sheet against a run directory.
+#[test]
+fn wrong_paths_say_what_is_wrong() {
+    let out = nodedown()
+        .args([
+            "compare",
+            "/nonexistent/runs",
+            "tests/fixtures/runs/attach-detach",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/runs does not exist"),
+        "{stderr}"
+    );
+    let out = nodedown()
+        .args([
+            "compare",
+            "docs/qualification/nodedown-attach",
+            "tests/fixtures/runs/attach-detach",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a sheet and a run directory cannot be compared"),
+        "{stderr}"
+    );
+    let out = nodedown()
+        .args(["report", "/nonexistent/runs"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/runs does not exist"),
+        "{stderr}"
+    );
+    let out = nodedown().args(["report", "Cargo.toml"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is a file, not a directory"), "{stderr}");
+}

@@ -271,8 +271,25 @@ fn compare_curves(
 }
 
 pub fn compare(args: CompareArgs) -> u8 {
-    if let (Some(b), Some(c)) = (sheet_path(&args.baseline), sheet_path(&args.candidate)) {
-        return compare_sheets(&b, &c, &args);
+    for p in [&args.baseline, &args.candidate] {
+        if !p.exists() {
+            error(format!(
+                "{} does not exist; give a run directory (or its results.json), a qualification's directory (or its sheet.json), or a simulated invocation's directory",
+                p.display()
+            ));
+            return EXIT_BAD_INPUT;
+        }
+    }
+    match (sheet_path(&args.baseline), sheet_path(&args.candidate)) {
+        (Some(b), Some(c)) => return compare_sheets(&b, &c, &args),
+        (Some(s), None) | (None, Some(s)) => {
+            error(format!(
+                "{} is a qualification sheet and the other side is not: a sheet and a run directory cannot be compared; compare two sheets, or two run directories",
+                s.display()
+            ));
+            return EXIT_BAD_INPUT;
+        }
+        (None, None) => {}
     }
     match (
         simulated_runs(&args.baseline),

@@ -3,6 +3,8 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
+#[command(after_help = "EXAMPLES:
+  nodedown image export nodedown.tar      then docker load, tag, push; run with --workload-image")]
 pub struct ImageArgs {
     #[command(subcommand)]
     pub command: ImageCommand,

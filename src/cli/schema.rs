@@ -16,6 +16,9 @@ pub enum Which {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "EXAMPLES:
+  nodedown schema experiment > schema/experiment.json     for editors (yaml-language-server)
+  nodedown schema results | jq '.properties | keys'        what results.json holds")]
 pub struct SchemaArgs {
     /// Which schema to print.
     #[arg(value_enum)]
