@@ -427,4 +427,21 @@ mod tests {
             "{second}"
         );
     }
+
+    /// A StorageClass qualify made is deleted with the run's objects, after their volumes, and
+    /// reads back from its line.
+    #[test]
+    fn a_storage_class_is_healed_last_among_the_run_objects() {
+        let u = Undo::DeleteStorageClass {
+            name: "nd-qualify-1a2b3".into(),
+        };
+        assert_eq!(u.track(), Track::RunObjects);
+        assert!(u.priority() > Undo::DeletePersistentVolume { name: "pv".into() }.priority());
+        let line = serde_json::to_string(&u).unwrap();
+        assert_eq!(
+            line,
+            r#"{"undo":"delete-storage-class","name":"nd-qualify-1a2b3"}"#
+        );
+        assert_eq!(serde_json::from_str::<Undo>(&line).unwrap(), u);
+    }
 }
