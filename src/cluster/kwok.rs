@@ -282,3 +282,104 @@ mod tests {
         assert!(docs.iter().all(|d| d["kind"] == "Stage"));
     }
 }
+
+/// The entries of the attaching driver's store (`volumes/<id>`, `attachments/<id>`,
+/// `meta/<id>.json`) whose volume belongs to a namespace not in `live`: left by earlier
+/// simulated runs, whose PersistentVolumes were deleted but whose records the driver keeps (it
+/// never gets a DeleteVolume for a volume nodedown made). A volume's id is `<namespace>.<claim>`
+/// (`workload::attach_handle`); an entry without a `.` is not nodedown's and stays.
+pub fn stale_store_entries(
+    store: &Path,
+    live: &std::collections::HashSet<String>,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for dir in ["volumes", "attachments", "meta"] {
+        let Ok(entries) = std::fs::read_dir(store.join(dir)) else {
+            continue;
+        };
+        for e in entries {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let id = name.strip_suffix(".json").unwrap_or(&name);
+            if let Some((ns, _)) = id.split_once('.') {
+                if ns.starts_with("nd-") && !live.contains(ns) {
+                    out.push(e.path());
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Removes [`stale_store_entries`] under the store's own lock (the driver flocks `lock` around
+/// its changes); returns how many volumes' records went.
+pub fn prune_store(
+    store: &Path,
+    live: &std::collections::HashSet<String>,
+) -> std::io::Result<usize> {
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(store.join("lock"))?;
+    lock.lock()?;
+    let stale = stale_store_entries(store, live)?;
+    for p in &stale {
+        let r = if p.is_dir() {
+            std::fs::remove_dir_all(p)
+        } else {
+            std::fs::remove_file(p)
+        };
+        match r {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    lock.unlock()?;
+    Ok(stale
+        .iter()
+        .filter(|p| p.parent().and_then(|d| d.file_name()) == Some("volumes".as_ref()))
+        .count())
+}
+
+#[cfg(test)]
+mod store_tests {
+    use super::*;
+
+    /// Only nodedown's records (`nd-…` namespaces) of namespaces gone are stale; the live
+    /// run's, and anything not nodedown's, stay.
+    #[test]
+    fn the_store_is_pruned_of_runs_gone_and_only_those() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = dir.path();
+        for d in ["volumes", "attachments", "meta", "nodes"] {
+            std::fs::create_dir_all(s.join(d)).unwrap();
+        }
+        let mk = |p: &str| std::fs::create_dir_all(s.join(p)).unwrap();
+        mk("volumes/nd-old-1-abcde.data-i0000-0");
+        mk("attachments/nd-old-1-abcde.data-i0000-0");
+        std::fs::write(
+            s.join("attachments/nd-old-1-abcde.data-i0000-0/sim-0001"),
+            "{}",
+        )
+        .unwrap();
+        std::fs::write(s.join("meta/nd-old-1-abcde.data-i0000-0.json"), "{}").unwrap();
+        mk("volumes/nd-live-1-fghij.data-i0000-0");
+        mk("volumes/sanity-volume");
+        mk("nodes/sim-0001");
+        let live: std::collections::HashSet<String> = ["nd-live-1-fghij".to_string()].into();
+        let stale = stale_store_entries(s, &live).unwrap();
+        assert_eq!(stale.len(), 3, "{stale:?}");
+        assert_eq!(prune_store(s, &live).unwrap(), 1);
+        assert!(!s.join("volumes/nd-old-1-abcde.data-i0000-0").exists());
+        assert!(!s.join("attachments/nd-old-1-abcde.data-i0000-0").exists());
+        assert!(!s.join("meta/nd-old-1-abcde.data-i0000-0.json").exists());
+        assert!(s.join("volumes/nd-live-1-fghij.data-i0000-0").exists());
+        assert!(s.join("volumes/sanity-volume").exists());
+        assert!(s.join("nodes/sim-0001").exists());
+        assert_eq!(prune_store(s, &live).unwrap(), 0, "nothing left to prune");
+    }
+}

@@ -102,6 +102,27 @@ pub(super) async fn place(
     } as usize;
     say(format!("simulated nodes: {node_count}"));
     let store = PathBuf::from(kwok::HOST_DIR).join("csi");
+    // The driver keeps the records of volumes earlier runs made (their PersistentVolumes are
+    // gone, no DeleteVolume ever comes): prune those of namespaces no longer there.
+    let live: std::collections::HashSet<String> =
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+            .list(&Default::default())
+            .await
+            .map_err(|e| format!("list namespaces: {e}"))?
+            .items
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect();
+    match kwok::prune_store(&store, &live) {
+        Ok(0) => {}
+        Ok(n) => say(format!(
+            "pruned the driver's records of {n} volume(s) of earlier runs"
+        )),
+        Err(e) => say(format!(
+            "could not prune the driver's store {}: {e}",
+            store.display()
+        )),
+    }
     let names = kwok::ensure_nodes(
         client,
         node_count,
