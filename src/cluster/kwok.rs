@@ -324,7 +324,12 @@ pub fn prune_store(
         .read(true)
         .write(true)
         .open(store.join("lock"))?;
-    lock.lock()?;
+    // flock(2), as the driver takes it (std's File::lock is newer than the crate's MSRV).
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function owns for the whole call.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     let stale = stale_store_entries(store, live)?;
     for p in &stale {
         let r = if p.is_dir() {
@@ -338,7 +343,8 @@ pub fn prune_store(
             Err(e) => return Err(e),
         }
     }
-    lock.unlock()?;
+    // Closing the descriptor (dropping `lock`) releases the flock.
+    drop(lock);
     Ok(stale
         .iter()
         .filter(|p| p.parent().and_then(|d| d.file_name()) == Some("volumes".as_ref()))
