@@ -852,3 +852,56 @@ fn wrong_paths_say_what_is_wrong() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("is a file, not a directory"), "{stderr}");
 }
+
+/// `qualify --only` picks rows of the matrix: a mistyped one is refused with the closest and
+/// every row, one not applicable with its reason, `--repeat 0` is refused; `--plan-only` lists
+/// the rows left out and estimates only the rows picked.
+#[test]
+fn qualify_only_picks_rows_and_refuses_what_names_none() {
+    let qualify = |extra: &[&str]| {
+        let out = tempfile::tempdir().unwrap();
+        nodedown()
+            .args([
+                "qualify",
+                "--testdriver",
+                "tests/fixtures/testdriver/nodedown-attach.yaml",
+                "--quick",
+                "--plan-only",
+                "--out",
+            ])
+            .arg(out.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = qualify(&["--only", "power-of-taint"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--only power-of-taint: no row of the matrix is named so; did you mean `power-off-taint`?"), "{stderr}");
+    assert!(
+        stderr.contains("the rows: power-off-none, power-off-taint"),
+        "{stderr}"
+    );
+    let o = qualify(&["--only", "force-delete"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--only force-delete: the row is not applicable here"),
+        "{stderr}"
+    );
+    let o = qualify(&["--only", "power-off-taint", "--repeat", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--repeat must be at least 1"));
+    let o = qualify(&["--only", "power-off-taint"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("9 rows (1 to run, 3 time(s) each)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("  pod-delete               left out by --only"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("estimate: about 5m00s"), "{stderr}");
+}

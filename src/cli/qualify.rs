@@ -307,9 +307,11 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         Some(d) => Storage::from_driver(d, &class, attaches),
         None => Storage::from_class(&class, attaches),
     };
-    let mut rows = matrix(&storage, args.quick);
-    // `--only` picks rows of the matrix by id; one that names no row is refused with the
-    // closest and every row there is.
+    let rows = matrix(&storage, args.quick);
+    // `--only` picks rows of the matrix by id (each row's experiment has one variant named
+    // as the row, so the runs take the same `--only`); one that names no row is refused with
+    // the closest and every row there is, one that names a row not applicable with its reason.
+    // The rows left out stay on the sheet, unknown.
     if !args.run.only.is_empty() {
         let ids: Vec<&str> = rows.iter().map(|r| r.id).collect();
         let unknown: Vec<String> = args
@@ -331,15 +333,19 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
             error(format!("the rows: {}", ids.join(", ")));
             return EXIT_BAD_INPUT;
         }
-        let only = std::mem::take(&mut args.run.only);
-        rows.retain(|r| only.iter().any(|o| o == r.id));
+        for r in &rows {
+            if let (true, RowBody::NotApplicable(why)) =
+                (args.run.only.iter().any(|o| o == r.id), &r.body)
+            {
+                error(format!(
+                    "--only {}: the row is not applicable here: {why}",
+                    r.id
+                ));
+                return EXIT_BAD_INPUT;
+            }
+        }
     }
-    let out = args.run.out.clone().unwrap_or_else(|| {
-        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-            .to_string()
-            .replace(':', "");
-        PathBuf::from("runs").join(format!("qualify-{stamp}"))
-    });
+    let picked = |id: &str| args.run.only.is_empty() || args.run.only.iter().any(|o| o == id);
     let dir = out.join("experiments");
     if let Err(e) = std::fs::create_dir_all(&dir) {
         error(format!("cannot create {}: {e}", dir.display()));
@@ -364,11 +370,16 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
                 None => "",
             },
             rows.len(),
-            rows.iter().filter(|r| matches!(r.body, RowBody::Run(_))).count(),
+            rows.iter()
+                .filter(|r| matches!(r.body, RowBody::Run(_)) && picked(r.id))
+                .count(),
             dir.display()
         );
         for row in &rows {
             match &row.body {
+                RowBody::Run(_) if !picked(row.id) => {
+                    eprintln!("  {:<24} left out by --only", row.id)
+                }
                 RowBody::Run(_) => eprintln!("  {:<24} {}", row.id, row.title),
                 RowBody::NotApplicable(why) => {
                     eprintln!("  {:<24} not applicable: {why}", row.id)
@@ -394,8 +405,8 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         let secs: u64 = rows
             .iter()
             .filter_map(|r| match &r.body {
-                RowBody::Run(text) => Some(estimate_secs(text)),
-                RowBody::NotApplicable(_) => None,
+                RowBody::Run(text) if picked(r.id) => Some(estimate_secs(text)),
+                _ => None,
             })
             .sum::<u64>()
             * repeat as u64;
