@@ -154,6 +154,14 @@ fn the_action_runs_the_smoke_experiment_and_reports_through_its_outputs() {
     assert_eq!(output("results-json"), "nodedown-act/results.json");
     assert_eq!(output("junit"), "nodedown-act/junit.xml");
     assert_eq!(output("summary-md"), "nodedown-act/summary.md");
+    // What happened, beside the verdict: the smoke run came back, as expected.
+    let outcome = output("outcome");
+    assert!(
+        outcome.starts_with("smoke/")
+            && outcome.contains(": recovered in ")
+            && outcome.contains("(as expected)"),
+        "{recorded}"
+    );
     // The uploaded run directory: the reports of a real run of the smoke experiment.
     let uploaded: Vec<PathBuf> = std::fs::read_dir(&artifacts)
         .expect("an artifact was uploaded")
