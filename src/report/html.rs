@@ -164,9 +164,10 @@ pub fn render(report: &Report) -> String {
     );
     let _ = writeln!(
         out,
-        "<h1>nodedown results</h1><p class=\"banner\">{} · {} runs: {} passed, {} failed, {} unknown · {}</p>",
+        "<h1>nodedown results</h1><p class=\"banner\">{} · {} {}: {} passed, {} failed, {} unknown · {}</p>",
         xml_escape(&report.tool),
         runs.len(),
+        if runs.len() == 1 { "run" } else { "runs" },
         count(Verdict::Pass),
         count(Verdict::Fail),
         count(Verdict::Unknown),
