@@ -805,52 +805,32 @@ fn an_only_that_names_no_variant_is_refused_with_a_suggestion() {
     );
 }
 
+/// Runs `nodedown args…` and checks it is refused as bad input (exit 2) with `says` on stderr.
+fn refused(args: &[&str], says: &str) {
+    let out = nodedown().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(says), "{args:?}: {stderr}");
+}
+
 /// Paths that cannot be compared or reported say what is wrong with them (exit 2): one that
-/// does not exist, a sheet against a run directory.
+/// does not exist, a sheet against a run directory, a file where a directory belongs.
 #[test]
 fn wrong_paths_say_what_is_wrong() {
-    let out = nodedown()
-        .args([
-            "compare",
-            "/nonexistent/runs",
-            "tests/fixtures/runs/attach-detach",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("/nonexistent/runs does not exist"),
-        "{stderr}"
+    let runs = "tests/fixtures/runs/attach-detach";
+    refused(
+        &["compare", "/nonexistent/runs", runs],
+        "/nonexistent/runs does not exist",
     );
-    let out = nodedown()
-        .args([
-            "compare",
-            "docs/qualification/nodedown-attach",
-            "tests/fixtures/runs/attach-detach",
-        ])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("a sheet and a run directory cannot be compared"),
-        "{stderr}"
+    refused(
+        &["compare", "docs/qualification/nodedown-attach", runs],
+        "a sheet and a run directory cannot be compared",
     );
-    let out = nodedown()
-        .args(["report", "/nonexistent/runs"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("/nonexistent/runs does not exist"),
-        "{stderr}"
+    refused(
+        &["report", "/nonexistent/runs"],
+        "/nonexistent/runs does not exist",
     );
-    let out = nodedown().args(["report", "Cargo.toml"]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("is a file, not a directory"), "{stderr}");
+    refused(&["report", "Cargo.toml"], "is a file, not a directory");
 }
 
 /// `qualify --only` picks rows of the matrix: a mistyped one is refused with the closest and
@@ -874,24 +854,32 @@ fn qualify_only_picks_rows_and_refuses_what_names_none() {
             .output()
             .unwrap()
     };
-    let o = qualify(&["--only", "power-of-taint"]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--only power-of-taint: no row of the matrix is named so; did you mean `power-off-taint`?"), "{stderr}");
-    assert!(
-        stderr.contains("the rows: power-off-none, power-off-taint"),
-        "{stderr}"
+    let plan = [
+        "qualify",
+        "--testdriver",
+        "tests/fixtures/testdriver/nodedown-attach.yaml",
+        "--quick",
+        "--plan-only",
+    ];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        plan.iter().chain(extra).copied().collect()
+    };
+    refused(
+        &with(&["--only", "power-of-taint"]),
+        "--only power-of-taint: no row of the matrix is named so; did you mean `power-off-taint`?",
     );
-    let o = qualify(&["--only", "force-delete"]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("--only force-delete: the row is not applicable here"),
-        "{stderr}"
+    refused(
+        &with(&["--only", "power-of-taint"]),
+        "the rows: power-off-none, power-off-taint",
     );
-    let o = qualify(&["--only", "power-off-taint", "--repeat", "0"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--repeat must be at least 1"));
+    refused(
+        &with(&["--only", "force-delete"]),
+        "--only force-delete: the row is not applicable here",
+    );
+    refused(
+        &with(&["--only", "power-off-taint", "--repeat", "0"]),
+        "--repeat must be at least 1",
+    );
     let o = qualify(&["--only", "power-off-taint"]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");

@@ -47,6 +47,42 @@ pub enum Data {
     Undecided,
 }
 
+impl Recovery {
+    /// The word every count of outcomes uses.
+    pub fn word(self) -> &'static str {
+        match self {
+            Recovery::Recovered => "recovered",
+            Recovery::PartlyRecovered => "partly recovered",
+            Recovery::NotRecovered => "not recovered",
+            Recovery::NotFaulted => "fault not applied",
+        }
+    }
+}
+
+impl Data {
+    /// Worst first: the order counts of outcomes are written in.
+    pub const WORST_FIRST: [Data; 6] = [
+        Data::SplitBrain,
+        Data::LostWrites,
+        Data::Corrupt,
+        Data::Failed,
+        Data::Undecided,
+        Data::Intact,
+    ];
+
+    /// The word every count of outcomes uses.
+    pub fn word(self) -> &'static str {
+        match self {
+            Data::Intact => "nothing lost",
+            Data::SplitBrain => "split brain",
+            Data::LostWrites => "lost writes",
+            Data::Corrupt => "corrupt",
+            Data::Failed => "integrity failed",
+            Data::Undecided => "integrity undecided",
+        }
+    }
+}
+
 /// A run's outcome: facts, each from the result, and one line for people.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -208,60 +244,46 @@ pub fn over(runs: &[&RunResult]) -> String {
     let n = runs.len();
     let outcomes: Vec<Outcome> = runs.iter().map(|r| of(r)).collect();
     let mut parts = Vec::new();
-    for (state, word) in [
-        (Recovery::Recovered, "recovered"),
-        (Recovery::PartlyRecovered, "partly recovered"),
-        (Recovery::NotRecovered, "not recovered"),
-        (Recovery::NotFaulted, "fault not applied"),
+    for state in [
+        Recovery::Recovered,
+        Recovery::PartlyRecovered,
+        Recovery::NotRecovered,
+        Recovery::NotFaulted,
     ] {
         let k = outcomes.iter().filter(|o| o.recovery == state).count();
         if k > 0 {
-            parts.push(format!("{word} {k}/{n}"));
+            parts.push(format!("{} {k}/{n}", state.word()));
         }
     }
-    for (state, word) in [
-        (Data::Intact, "nothing lost"),
-        (Data::SplitBrain, "split brain"),
-        (Data::LostWrites, "lost writes"),
-        (Data::Corrupt, "corrupt"),
-        (Data::Failed, "integrity failed"),
-        (Data::Undecided, "integrity undecided"),
-    ] {
+    for state in Data::WORST_FIRST {
         let k = outcomes.iter().filter(|o| o.data == Some(state)).count();
         if k > 0 {
-            parts.push(format!("{word} {k}/{n}"));
+            parts.push(format!("{} {k}/{n}", state.word()));
         }
     }
     parts.join(" · ")
 }
 
 /// The invocation's banner: how many runs recovered, and what became of the data where it was
-/// checked — `9 recovered, 4 not · data: 1 split brain, 12 nothing lost`.
+/// checked — `9 recovered, 4 not recovered · data: 1 split brain, 12 nothing lost`.
 pub fn banner(runs: &[&RunResult]) -> String {
     let outcomes: Vec<Outcome> = runs.iter().map(|r| of(r)).collect();
     let count = |s: Recovery| outcomes.iter().filter(|o| o.recovery == s).count();
     let mut rec = vec![format!("{} recovered", count(Recovery::Recovered))];
-    for (s, word) in [
-        (Recovery::PartlyRecovered, "partly recovered"),
-        (Recovery::NotRecovered, "not recovered"),
-        (Recovery::NotFaulted, "fault not applied"),
+    for state in [
+        Recovery::PartlyRecovered,
+        Recovery::NotRecovered,
+        Recovery::NotFaulted,
     ] {
-        if count(s) > 0 {
-            rec.push(format!("{} {word}", count(s)));
+        if count(state) > 0 {
+            rec.push(format!("{} {}", count(state), state.word()));
         }
     }
     let mut data = Vec::new();
-    for (s, word) in [
-        (Data::SplitBrain, "split brain"),
-        (Data::LostWrites, "lost writes"),
-        (Data::Corrupt, "corrupt"),
-        (Data::Failed, "integrity failed"),
-        (Data::Undecided, "undecided"),
-        (Data::Intact, "nothing lost"),
-    ] {
-        let k = outcomes.iter().filter(|o| o.data == Some(s)).count();
+    for state in Data::WORST_FIRST {
+        let k = outcomes.iter().filter(|o| o.data == Some(state)).count();
         if k > 0 {
-            data.push(format!("{k} {word}"));
+            data.push(format!("{k} {}", state.word()));
         }
     }
     let mut s = rec.join(", ");
