@@ -98,6 +98,41 @@ pub enum StoreError {
     Invalid { path: PathBuf, detail: String },
 }
 
+/// A qualification's sheet.
+pub const SHEET_FILE: &str = "sheet.json";
+
+/// The qualification sheet at `path`: `sheet.json`, or a directory holding one.
+pub fn sheet_path(path: &Path) -> Option<PathBuf> {
+    if path.is_dir() {
+        let p = path.join(SHEET_FILE);
+        p.is_file().then_some(p)
+    } else {
+        (path.file_name().is_some_and(|n| n == SHEET_FILE) && path.is_file())
+            .then(|| path.to_path_buf())
+    }
+}
+
+/// Reads a qualification sheet and verifies its digest: a sheet is evidence, and one changed
+/// after `nodedown qualify` wrote it is refused.
+pub fn load_sheet(path: &Path) -> Result<crate::report::sheet::Sheet, StoreError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let invalid = |detail: String| StoreError::Invalid {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let sheet: crate::report::sheet::Sheet = serde_json::from_str(&text)
+        .map_err(|e| invalid(format!("not a qualification sheet: {e}")))?;
+    let computed = crate::report::sheet::digest(&sheet);
+    if computed != sheet.digest {
+        return Err(invalid(format!(
+            "its content does not match its digest (recorded {}, computed {computed}): it was \
+             changed after `nodedown qualify` wrote it; use the sheet as it was made",
+            sheet.digest
+        )));
+    }
+    Ok(sheet)
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io {
         path: path.to_path_buf(),

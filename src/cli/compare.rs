@@ -132,36 +132,10 @@ fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
     Ok(t)
 }
 
-/// A qualification sheet: `sheet.json`, or a directory holding one.
-fn sheet_path(path: &Path) -> Option<PathBuf> {
-    if path.is_dir() {
-        let p = path.join("sheet.json");
-        p.is_file().then_some(p)
-    } else {
-        (path.file_name().is_some_and(|n| n == "sheet.json")).then(|| path.to_path_buf())
-    }
-}
-
 /// Two qualification sheets: each row's verdict and time-to-ready p50 (against the default
 /// tolerance); exit 1 when a row got worse.
 fn compare_sheets(baseline: &Path, candidate: &Path, args: &CompareArgs) -> u8 {
-    let read = |p: &Path| -> Result<crate::report::sheet::Sheet, String> {
-        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        let s: crate::report::sheet::Sheet = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a qualification sheet: {e}", p.display()))?;
-        // A sheet is evidence: one changed after it was made is refused, not compared.
-        let computed = crate::report::sheet::digest(&s);
-        if computed != s.digest {
-            return Err(format!(
-                "{}: its content does not match its digest (recorded {}, computed {}): it was \
-                 changed after `nodedown qualify` wrote it; compare the sheets as they were made",
-                p.display(),
-                s.digest,
-                computed
-            ));
-        }
-        Ok(s)
-    };
+    let read = crate::store::load_sheet;
     let (b, c) = match (read(baseline), read(candidate)) {
         (Ok(b), Ok(c)) => (b, c),
         (Err(e), _) | (_, Err(e)) => {
@@ -280,6 +254,7 @@ pub fn compare(args: CompareArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     }
+    let sheet_path = crate::store::sheet_path;
     match (sheet_path(&args.baseline), sheet_path(&args.candidate)) {
         (Some(b), Some(c)) => return compare_sheets(&b, &c, &args),
         (Some(s), None) | (None, Some(s)) => {

@@ -61,39 +61,17 @@ fn emit(args: &ReportArgs, default: &Path, text: &str) -> u8 {
     }
 }
 
-/// A qualification sheet at `path`: `sheet.json`, or a directory holding one.
-fn sheet_at(path: &Path) -> Option<PathBuf> {
-    if path.is_dir() {
-        let p = path.join("sheet.json");
-        p.is_file().then_some(p)
-    } else {
-        (path.file_name().is_some_and(|n| n == "sheet.json") && path.is_file())
-            .then(|| path.to_path_buf())
-    }
-}
-
 /// A qualification sheet rendered again (its digest verified): Markdown (also for `table`),
 /// HTML, JSON or JUnit.
 fn sheet(args: &ReportArgs, path: &Path) -> u8 {
     use crate::report::sheet;
-    let s: sheet::Sheet = match std::fs::read_to_string(path)
-        .map_err(|e| e.to_string())
-        .and_then(|t| {
-            serde_json::from_str(&t).map_err(|e| format!("not a qualification sheet: {e}"))
-        }) {
+    let s = match crate::store::load_sheet(path) {
         Ok(s) => s,
         Err(e) => {
-            error(format!("{}: {e}", path.display()));
+            error(e);
             return EXIT_BAD_INPUT;
         }
     };
-    if sheet::digest(&s) != s.digest {
-        error(format!(
-            "{}: its content does not match its digest: it was changed after `nodedown qualify` wrote it",
-            path.display()
-        ));
-        return EXIT_BAD_INPUT;
-    }
     let text = match args.format {
         Format::Markdown | Format::Table => sheet::markdown(&s),
         Format::Html => sheet::html(&s),
@@ -135,7 +113,7 @@ pub fn report(args: ReportArgs) -> u8 {
         ));
         return EXIT_BAD_INPUT;
     }
-    if let Some(path) = sheet_at(&args.run_dir) {
+    if let Some(path) = crate::store::sheet_path(&args.run_dir) {
         return sheet(&args, &path);
     }
     if !args.run_dir.is_dir() {
