@@ -65,11 +65,7 @@ impl ClassPlan {
 
 /// A name of the invocation's own for a class it makes: `nd-qualify-<5 hex digits>`.
 fn class_name() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() ^ (d.as_secs() as u32))
-        .unwrap_or(0);
-    format!("nd-qualify-{:05x}", (nanos ^ std::process::id()) & 0xfffff)
+    format!("nd-qualify-{}", crate::runner::random_suffix())
 }
 
 /// The StorageClass of a `FromFile` manifest under the name `name`: exactly one StorageClass,

@@ -551,7 +551,7 @@ pub async fn facts(
 ) -> Result<crate::timeline::ClusterFacts, kube::Error> {
     use crate::timeline::{ClusterFacts, NodeInfo};
     use k8s_openapi::api::core::v1::Node;
-    use k8s_openapi::api::storage::v1::{CSIDriver, StorageClass};
+    use k8s_openapi::api::storage::v1::StorageClass;
     let version = client.apiserver_version().await?;
     let nodes = kube::Api::<Node>::all(client.clone())
         .list(&Default::default())
@@ -583,10 +583,7 @@ pub async fn facts(
         .await?
         .map(|sc| sc.provisioner);
     let attach_required = match &provisioner {
-        Some(p) => kube::Api::<CSIDriver>::all(client.clone())
-            .get_opt(p)
-            .await?
-            .map(|d| d.spec.attach_required.unwrap_or(true)),
+        Some(p) => attach_required(client, p).await?,
         None => None,
     };
     Ok(ClusterFacts {
@@ -596,6 +593,20 @@ pub async fn facts(
         provisioner,
         attach_required,
     })
+}
+
+/// Whether the CSI driver `provisioner` attaches its volumes (its CSIDriver's
+/// `attachRequired`, true when unset); `None` when it has no CSIDriver object.
+pub async fn attach_required(
+    client: &Client,
+    provisioner: &str,
+) -> Result<Option<bool>, kube::Error> {
+    Ok(
+        kube::Api::<k8s_openapi::api::storage::v1::CSIDriver>::all(client.clone())
+            .get_opt(provisioner)
+            .await?
+            .map(|d| d.spec.attach_required.unwrap_or(true)),
+    )
 }
 
 /// What the cluster says of a CSI driver beyond its class: the version its CSIDriver object

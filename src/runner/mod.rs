@@ -11,8 +11,9 @@ mod progress;
 pub mod simulated;
 
 pub use env::{
-    capabilities, capabilities_of, default_node_image, describe_target, driver_facts, facts, guard,
-    resolve_context, targets_existing, ClusterOptions, DriverFacts, Env, Session,
+    attach_required, capabilities, capabilities_of, default_node_image, describe_target,
+    driver_facts, facts, guard, resolve_context, targets_existing, ClusterOptions, DriverFacts,
+    Env, Session,
 };
 pub use progress::Progress;
 
@@ -1219,7 +1220,8 @@ fn several_nodes(
     Ok(taken)
 }
 
-fn random_suffix() -> String {
+/// Five hex digits new each call: the suffix of names nodedown makes (namespaces, classes).
+pub(crate) fn random_suffix() -> String {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
