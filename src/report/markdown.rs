@@ -214,11 +214,6 @@ pub(crate) fn environment_line(env: &crate::report::Environment) -> String {
     format!("Environment: {}", parts.join(" · "))
 }
 
-/// The write outage of a variant's runs (see `text::outage_over`).
-fn outage_cell(runs: &[&RunResult]) -> String {
-    super::text::outage_over(runs)
-}
-
 fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
     let _ = writeln!(out, "\n### {}\n", cell(&exp.name));
     let _ = writeln!(out, "`{}`\n", exp.file.replace('`', "'"));
@@ -262,7 +257,12 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
             let _ = write!(row, " {} |", aggregate(&runs, m));
         }
         if ledger {
-            let _ = write!(row, " {} | {} |", integrity_cell(&runs), outage_cell(&runs));
+            let _ = write!(
+                row,
+                " {} | {} |",
+                integrity_cell(&runs),
+                super::text::outage_over(&runs)
+            );
         }
         let _ = writeln!(out, "{row}");
     }
