@@ -33,22 +33,29 @@ fn run<'a>(report: &'a nodedown::report::Report, id: &str) -> &'a RunResult {
         .unwrap_or_else(|| panic!("no run {id}"))
 }
 
+/// `nodedown report --format json DIR`, which must succeed.
+fn report_json(dir: &Path) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
+        .args(["report", "--format", "json"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// `nodedown report` of each recorded directory reproduces the results.json the run wrote,
 /// byte for byte.
 #[test]
 fn report_reproduces_each_stored_results_json() {
     for dir in fixtures() {
-        let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
-            .args(["report", "--format", "json"])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = report_json(&dir);
         let want = std::fs::read_to_string(dir.join("results.json")).unwrap();
         assert!(
             String::from_utf8(out.stdout).unwrap() == want,
@@ -617,17 +624,7 @@ fn a_replicated_recording_fails_over_one_replica_and_leaves_the_others_undisturb
 #[test]
 fn report_folds_the_simulated_events_into_the_stored_curve() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/simulated");
-    let out = Command::new(env!("CARGO_BIN_EXE_nodedown"))
-        .args(["report", "--format", "json"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = report_json(&dir);
     let reported: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let stored: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("curve.json")).unwrap()).unwrap();
