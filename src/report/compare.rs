@@ -300,14 +300,14 @@ pub fn environment_differences(baseline: &Report, candidate: &Report) -> Vec<Str
             Some(r.lane.map_or("one at a time".into(), |_| "in lanes".into()))
         }),
     ];
-    let runs = |r: &Report| -> Vec<RunResult> {
-        r.experiments.iter().flat_map(|e| e.runs.clone()).collect()
-    };
+    fn runs(r: &Report) -> Vec<&RunResult> {
+        r.experiments.iter().flat_map(|e| &e.runs).collect()
+    }
     let (b, c) = (runs(baseline), runs(candidate));
     let mut out = Vec::new();
     for (name, get) in props {
-        let values = |runs: &[RunResult]| {
-            let mut v: Vec<String> = runs.iter().filter_map(get).collect();
+        let values = |runs: &[&RunResult]| {
+            let mut v: Vec<String> = runs.iter().filter_map(|r| get(r)).collect();
             v.sort();
             v.dedup();
             v
@@ -387,12 +387,14 @@ pub fn compare(baseline: &Report, candidate: &Report, opts: &Options) -> Compari
         }
     }
     type Side<'a> = (String, VariantSummary, Vec<&'a RunResult>);
-    let find =
-        |side: &'_ [Side<'_>], k: &(String, String)| -> Option<(VariantSummary, Vec<RunResult>)> {
-            side.iter()
-                .find(|(e, v, _)| *e == k.0 && v.variant == k.1)
-                .map(|(_, v, runs)| (v.clone(), runs.iter().map(|r| (*r).clone()).collect()))
-        };
+    fn find<'s, 'r>(
+        side: &'s [Side<'r>],
+        k: &(String, String),
+    ) -> Option<(&'s VariantSummary, &'s [&'r RunResult])> {
+        side.iter()
+            .find(|(e, v, _)| *e == k.0 && v.variant == k.1)
+            .map(|(_, v, runs)| (v, runs.as_slice()))
+    }
     let mut variants = Vec::new();
     for k in keys {
         let (b, c) = (find(&base, &k), find(&cand, &k));
@@ -408,7 +410,7 @@ pub fn compare(baseline: &Report, candidate: &Report, opts: &Options) -> Compari
             (Some((b, rb)), Some((c, rc))) => {
                 let n = (rb.len(), rc.len());
                 // Verdicts as ranks per run: pass 0, unknown 1, fail 2 — the pass rate's test.
-                let ranks = |runs: &[RunResult]| -> Vec<u64> {
+                let ranks = |runs: &[&RunResult]| -> Vec<u64> {
                     runs.iter().map(|r| rank(r.verdict)).collect()
                 };
                 let mut d = delta(
@@ -420,7 +422,7 @@ pub fn compare(baseline: &Report, candidate: &Report, opts: &Options) -> Compari
                 );
                 d.tolerance = "any".into();
                 verdicts.push(d);
-                let integrity = |runs: &[RunResult]| -> Vec<u64> {
+                let integrity = |runs: &[&RunResult]| -> Vec<u64> {
                     runs.iter()
                         .filter_map(|r| r.integrity.as_ref().map(|i| rank(i.verdict)))
                         .collect()
@@ -442,14 +444,14 @@ pub fn compare(baseline: &Report, candidate: &Report, opts: &Options) -> Compari
                 names.sort_by_key(|n| (order(n), n.to_string()));
                 names.dedup();
                 for name in names {
-                    let values = |runs: &[RunResult]| -> Vec<u64> {
+                    let values = |runs: &[&RunResult]| -> Vec<u64> {
                         runs.iter()
                             .filter_map(|r| r.metrics.get(name).copied())
                             .collect()
                     };
                     let (vb, vc) = (values(rb), values(rc));
                     // Reached or not, per run: a phase the candidate stopped reaching.
-                    let reached = |runs: &[RunResult]| -> Vec<u64> {
+                    let reached = |runs: &[&RunResult]| -> Vec<u64> {
                         runs.iter()
                             .map(|r| u64::from(!r.metrics.contains_key(name.as_str())))
                             .collect()
@@ -469,7 +471,7 @@ pub fn compare(baseline: &Report, candidate: &Report, opts: &Options) -> Compari
                     }
                     metrics.push(delta(name, &vb, &vc, opts.tolerances.of(name), opts));
                 }
-                let outages = |runs: &[RunResult]| -> Vec<u64> {
+                let outages = |runs: &[&RunResult]| -> Vec<u64> {
                     runs.iter()
                         .filter_map(|r| r.write_outage.as_ref())
                         .filter(|o| o.restored)
