@@ -91,12 +91,12 @@ fn main() {
             r["run"].as_str().unwrap_or(""),
             r["lostNodes"],
             r["instances"],
-            all("not-ready"),
+            all("node-not-ready"),
             all("unreachable-taint"),
             all("out-of-service-taint"),
-            both("pod-deleted"),
+            both("old-pod-deleted"),
             both("volume-detached"),
-            both("replacement-ready"),
+            both("replacement-running"),
             reaction
         );
     }

@@ -105,6 +105,16 @@ pub fn spread(values: &[u64]) -> Option<Spread> {
     })
 }
 
+/// The first `shown` of `names` joined by commas, and how many more there are
+/// (`a, b, c and 197 more`): a list a person can read however long it is.
+pub fn some_of<S: AsRef<str>>(names: &[S], shown: usize) -> String {
+    let join = |n: &[S]| n.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", ");
+    if names.len() <= shown + 1 {
+        return join(names);
+    }
+    format!("{} and {} more", join(&names[..shown]), names.len() - shown)
+}
+
 /// An estimate of the time left after `done` of `total` runs took `elapsed` (their mean per
 /// run, times the runs left, rounded to whole seconds); `None` before the first run ends.
 pub fn eta(elapsed: std::time::Duration, done: usize, total: usize) -> Option<std::time::Duration> {
@@ -120,6 +130,15 @@ pub fn eta(elapsed: std::time::Duration, done: usize, total: usize) -> Option<st
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn some_of_names_the_first_and_counts_the_rest() {
+        let names: Vec<String> = (1..=5).map(|i| format!("n{i}")).collect();
+        assert_eq!(some_of(&names, 8), "n1, n2, n3, n4, n5");
+        assert_eq!(some_of(&names, 4), "n1, n2, n3, n4, n5");
+        assert_eq!(some_of(&names, 2), "n1, n2 and 3 more");
+        assert_eq!(some_of::<&str>(&[], 2), "");
+    }
 
     #[test]
     fn eta_is_the_mean_run_times_the_runs_left() {

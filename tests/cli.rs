@@ -688,7 +688,7 @@ fn comparing_two_simulated_curves_names_the_run_that_got_worse() {
     let stdout = String::from_utf8_lossy(&worse.stdout);
     assert_eq!(worse.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains("WORSE scale-simulated/lost-5-x20-taint/1: every replacement ready"),
+        stdout.contains("WORSE scale-simulated/lost-5-x20-taint/1: every replacement running"),
         "{stdout}"
     );
     assert_eq!(

@@ -1996,26 +1996,25 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
         (f["reached"].as_u64().unwrap(), f["of"].as_u64().unwrap())
     };
     for m in [
-        "not-ready",
+        "node-not-ready",
         "out-of-service-taint",
-        "pod-deleted",
+        "old-pod-deleted",
         "volume-detached",
-        "replacement-running",
         "volume-attached",
-        "replacement-ready",
+        "replacement-running",
     ] {
         let (r, of) = reached(&taint, m);
         assert!(r == of && of > 0, "{m}: {r}/{of}");
     }
     assert_eq!(taint["taintReaction"]["count"], 2);
     let none = read("none");
-    assert_eq!(reached(&none, "not-ready"), (2, 2));
+    assert_eq!(reached(&none, "node-not-ready"), (2, 2));
     assert_eq!(
-        reached(&none, "pod-deleted"),
+        reached(&none, "old-pod-deleted"),
         (0, 10),
         "no remediation: nothing force-deleted"
     );
-    assert_eq!(reached(&none, "replacement-ready"), (0, 10));
+    assert_eq!(reached(&none, "replacement-running"), (0, 10));
     let summary = std::fs::read_to_string(out.join("sim-e2e/taint/1/summary.md")).unwrap();
     assert!(summary.contains("SIMULATED"), "{summary}");
     // The runs' events are their evidence: `nodedown report` folds them again, and the curve

@@ -656,7 +656,7 @@ fn report_folds_the_simulated_events_into_the_stored_curve() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|m| m["milestone"] == "pod-deleted")
+        .find(|m| m["milestone"] == "old-pod-deleted")
         .unwrap()["reached"];
     assert_eq!(
         *deleted, 0,

@@ -92,7 +92,14 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
     // A simulated node comes back only while kwok runs: cleanup runs its own for the heal.
     let _kwok = if env.session.provider == crate::spec::Provider::Kwok {
         let dir = session_file.parent().unwrap_or(Path::new("."));
-        match crate::runner::simulated::start_kwok_for(&env, dir, &args.tools.cache_dir).await {
+        match crate::runner::simulated::start_kwok(
+            &env,
+            dir,
+            &args.tools.cache_dir,
+            "kwok-cleanup.log",
+        )
+        .await
+        {
             Ok(k) => Some(k),
             Err(e) => {
                 error(format!(

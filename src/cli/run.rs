@@ -266,12 +266,15 @@ pub async fn run(args: RunArgs, quiet: bool) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    // Dispatch: the simulated cluster runs its own provider's steps.
+    // The simulated cluster is nodedown's own: the flags about reaching, controlling or
+    // feeding a real one are refused, naming each.
     if runs
         .iter()
         .all(|r| r.cluster.provider == crate::spec::Provider::Kwok)
     {
-        return run_simulated(runs, &args, quiet).await;
+        if let Err(code) = refuse_for_simulated(&args) {
+            return code;
+        }
     }
     let cluster_opts = match cluster_options(&args) {
         Ok(o) => o,
@@ -599,37 +602,57 @@ async fn invoke(
     if let Err(e) = env.finish(args.retain).await {
         error(format!("deleting the cluster: {e}"));
     }
-    let (interrupted, times) = match invoked {
+    let invoked = match invoked {
         Ok(done) => done,
         Err(code) => return code,
     };
-    if let Some(mut times) = times {
+    if let Some(mut times) = invoked.times {
         times.total_ms = invocation_start.elapsed().as_millis() as u64;
         if let Ok(json) = serde_json::to_string_pretty(&times) {
             let _ = std::fs::write(out.join(crate::store::INVOCATION_FILE), json);
         }
     }
-    report_and_exit(args, quiet, out, &interrupt, interrupted)
+    let reported = match &invoked.simulated {
+        Some(sim) => report_simulated(args, quiet, out, sim),
+        None => report_and_exit(args, quiet, out),
+    };
+    exit_after(&interrupt, invoked.interrupted, reported)
 }
 
-/// The reports of a finished (or interrupted) invocation, and its exit code.
-fn report_and_exit(
-    args: &RunArgs,
-    quiet: bool,
-    out: &Path,
-    interrupt: &runner::Interrupt,
-    interrupted: bool,
-) -> u8 {
+/// The exit code of an invocation whose reports gave `reported` (`Err`: they could not be
+/// written, 3; `Ok`: the code of the verdicts): 3 when the reports failed or the cluster lock
+/// was lost (the runs stopped and healed), else 130 when a signal stopped it, else the
+/// verdicts' code.
+fn exit_after(interrupt: &runner::Interrupt, interrupted: bool, reported: Result<u8, u8>) -> u8 {
+    let code = match reported {
+        Ok(code) => code,
+        Err(code) => return code,
+    };
+    if let Some(runner::Stop::LockLost(why)) = interrupt.first() {
+        error(format!(
+            "the cluster lock was lost ({why}): the runs stopped and healed"
+        ));
+        EXIT_HARNESS
+    } else if interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        code
+    }
+}
+
+/// The reports of a finished (or interrupted) invocation, and the exit code of its verdicts
+/// (`Err(3)` when the reports cannot be written).
+fn report_and_exit(args: &RunArgs, quiet: bool, out: &Path) -> Result<u8, u8> {
     let report = match build(out) {
         Ok(r) => r,
         Err(e) => {
             error(format!("cannot assemble the report: {e}"));
-            return EXIT_HARNESS;
+            return Err(EXIT_HARNESS);
         }
     };
     if let Err(e) = write_reports(out, &report, args.step_summary.as_deref()) {
         error(format!("cannot write reports in {}: {e}", out.display()));
-        return EXIT_HARNESS;
+        return Err(EXIT_HARNESS);
     }
     match args.output {
         Output::Table => print!("{}", render(&report, Format::Table)),
@@ -641,16 +664,7 @@ fn report_and_exit(
             out.display()
         );
     }
-    if let Some(runner::Stop::LockLost(why)) = interrupt.first() {
-        error(format!(
-            "the cluster lock was lost ({why}): the runs stopped and healed"
-        ));
-        EXIT_HARNESS
-    } else if interrupted {
-        EXIT_INTERRUPTED
-    } else {
-        exit_code(&report, args.fail_on)
-    }
+    Ok(exit_code(&report, args.fail_on))
 }
 
 /// One invocation on a prepared cluster: the lock, the session, the image, the runs (in lanes
@@ -666,8 +680,16 @@ struct Invocation<'a> {
     start: std::time::Instant,
 }
 
-/// Whether the invocation was interrupted, and its times when it was not.
-type Invoked = (bool, Option<crate::store::InvocationTimes>);
+/// What an invocation did on its cluster.
+struct Invoked {
+    /// A signal stopped it (every run going healed), or the final wait.
+    interrupted: bool,
+    /// Its times, when it was not interrupted.
+    times: Option<crate::store::InvocationTimes>,
+    /// The simulated runs' results (provider kwok); real runs are read back from their
+    /// directories.
+    simulated: Option<runner::simulated::SimulatedInvocation>,
+}
 
 impl Invocation<'_> {
     async fn run(&self, env: &Env) -> Result<Invoked, u8> {
@@ -704,7 +726,6 @@ impl Invocation<'_> {
     /// What runs under the cluster lock.
     async fn locked(&self, env: &Env) -> Result<Invoked, u8> {
         let args = self.args;
-        let step = |s: &str| self.progress.step(s);
         let session = serde_json::to_string_pretty(&env.session).expect("session serializes");
         if let Err(e) = std::fs::write(self.out.join(SESSION_FILE), session + "\n") {
             error(format!(
@@ -713,6 +734,60 @@ impl Invocation<'_> {
             ));
             return Err(EXIT_HARNESS);
         }
+        let prepare_ms = self.start.elapsed().as_millis() as u64;
+        let runs_start = std::time::Instant::now();
+        // The runs, by the cluster's provider. kwok (whose nodes heartbeat while it runs) stays
+        // up until the final wait is over: the runs' namespaces finish terminating while kwok
+        // still answers for the nodes their pods were on.
+        let (interrupted, lane_count, simulated, kwok) = match env.session.provider {
+            crate::spec::Provider::Kwok => {
+                let mut sim = match runner::simulated::Simulator::start(
+                    env,
+                    self.out,
+                    &args.tools.cache_dir,
+                    self.progress,
+                )
+                .await
+                {
+                    Ok(s) => s,
+                    Err(e) => {
+                        error(e);
+                        return Err(EXIT_HARNESS);
+                    }
+                };
+                let inv = sim
+                    .run_all(env, self.runs, self.out, self.progress, self.interrupt)
+                    .await;
+                (inv.interrupted, 1, Some(inv), Some(sim))
+            }
+            _ => {
+                let (interrupted, lanes) = self.real(env).await?;
+                (interrupted, lanes, None, None)
+            }
+        };
+        let runs_ms = runs_start.elapsed().as_millis() as u64;
+        let finish_start = std::time::Instant::now();
+        let stopped_waiting = self.final_wait(env).await;
+        drop(kwok);
+        let times = (!interrupted).then(|| crate::store::InvocationTimes {
+            prepare_ms,
+            runs_ms,
+            finish_ms: finish_start.elapsed().as_millis() as u64,
+            total_ms: 0,
+            lanes: lane_count,
+        });
+        Ok(Invoked {
+            interrupted: interrupted || stopped_waiting,
+            times,
+            simulated,
+        })
+    }
+
+    /// Real runs: the workload image, the lanes, the runs scheduled into them. Returns whether
+    /// a signal stopped them and how many lanes there were.
+    async fn real(&self, env: &Env) -> Result<(bool, u32), u8> {
+        let args = self.args;
+        let step = |s: &str| self.progress.step(s);
         let user_image = args.workload_image.clone().or_else(|| {
             self.experiments
                 .iter()
@@ -743,16 +818,17 @@ impl Invocation<'_> {
                 return Err(EXIT_HARNESS);
             }
         };
-        let prepare_ms = self.start.elapsed().as_millis() as u64;
-        let runs_start = std::time::Instant::now();
         let lane_count = lanes.len().max(1) as u32;
         let interrupted = self.schedule(env, &settings, lanes).await;
-        let runs_ms = runs_start.elapsed().as_millis() as u64;
-        let finish_start = std::time::Instant::now();
-        // Ctrl-C here too: the runs are healed, their namespaces deleted; stop waiting for them
-        // to go and exit 130.
+        Ok((interrupted, lane_count))
+    }
+
+    /// Waits for the runs' namespaces to finish terminating (not when the cluster is about to
+    /// be deleted). Ctrl-C here too: the runs are healed, their namespaces deleted; returns
+    /// whether it stopped waiting (the invocation then exits 130).
+    async fn final_wait(&self, env: &Env) -> bool {
         let mut stopped_waiting = false;
-        if !env.will_delete(args.retain) {
+        if !env.will_delete(self.args.retain) {
             // Counted before the step is shown: a signal sent on seeing it must end the wait
             // (counted after, a signal quick enough was taken for an earlier one and the wait
             // ran its full 120 s — CI rehearsal, sigint_during_the_final_wait_…).
@@ -767,14 +843,7 @@ impl Invocation<'_> {
                 }
             }
         }
-        let times = (!interrupted).then(|| crate::store::InvocationTimes {
-            prepare_ms,
-            runs_ms,
-            finish_ms: finish_start.elapsed().as_millis() as u64,
-            total_ms: 0,
-            lanes: lane_count,
-        });
-        Ok((interrupted || stopped_waiting, times))
+        stopped_waiting
     }
 
     /// The lanes of this invocation: none with `--parallel 1` (or room for only one).
@@ -1219,52 +1288,39 @@ fn refused_for_simulated(args: &RunArgs) -> Vec<(&'static str, &'static str)> {
     out
 }
 
-/// `nodedown run` of simulated experiments (`provider: kwok`): the runs on nodedown's own
-/// simulated cluster, then the curve written (curve.md, curve.json, curve.junit.xml, the step
-/// summary) and the exit code by the same contract as real runs ([`super::exit::exit_code_of`]).
-async fn run_simulated(runs: Vec<crate::plan::PlannedRun>, args: &RunArgs, quiet: bool) -> u8 {
+/// Refuses (exit 2) the flags given that mean nothing on the simulated cluster, naming each.
+fn refuse_for_simulated(args: &RunArgs) -> Result<(), u8> {
     let refused = refused_for_simulated(args);
-    if !refused.is_empty() {
-        let names = refused
-            .iter()
-            .map(|(flag, why)| format!("{flag} ({why})"))
-            .collect::<Vec<_>>()
-            .join("; ");
-        error(format!(
-            "not for simulated experiments (`provider: kwok`): {names}; leave them out"
-        ));
-        return EXIT_BAD_INPUT;
+    if refused.is_empty() {
+        return Ok(());
     }
-    let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-            .to_string()
-            .replace(':', "");
-        PathBuf::from("runs").join(stamp)
-    });
-    let opts = runner::simulated::SimulatedOptions {
-        out: out.clone(),
-        cache_dir: args.tools.cache_dir.clone(),
-        kind_bin: args.tools.kind_bin.clone(),
-        node_image: args.node_image.clone(),
-        quiet,
-        cluster_name: args.cluster_name.clone(),
-        kind_config: args.kind_config.clone(),
-        retain: args.retain,
-    };
-    let interrupt = runner::Interrupt::install();
-    let inv = match runner::simulated::run_all(runs, opts, interrupt.clone()).await {
-        Ok(inv) => inv,
-        Err(e) => {
-            error(e);
-            return EXIT_HARNESS;
-        }
-    };
-    let mut harness = inv.errors.clone();
-    if let Err(e) = write_curve(&out, &inv.results, args.step_summary.as_deref()) {
-        harness.push(format!("writing the reports in {}: {e}", out.display()));
-    }
-    for e in &harness {
+    let names = refused
+        .iter()
+        .map(|(flag, why)| format!("{flag} ({why})"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    error(format!(
+        "not for simulated experiments (`provider: kwok`): {names}; leave them out"
+    ));
+    Err(EXIT_BAD_INPUT)
+}
+
+/// The reports of simulated runs (the curve: curve.md, curve.json, curve.junit.xml, curve.html,
+/// the step summary) and the exit code of their verdicts by the same contract as real runs
+/// ([`super::exit::exit_code_of`]: an errored run or a harness error around the runs counts as
+/// an error); `Err(3)` when the reports cannot be written.
+fn report_simulated(
+    args: &RunArgs,
+    quiet: bool,
+    out: &Path,
+    inv: &runner::simulated::SimulatedInvocation,
+) -> Result<u8, u8> {
+    for e in &inv.errors {
         error(e);
+    }
+    if let Err(e) = write_curve(out, &inv.results, args.step_summary.as_deref()) {
+        error(format!("cannot write reports in {}: {e}", out.display()));
+        return Err(EXIT_HARNESS);
     }
     match args.output {
         Output::Json => println!(
@@ -1276,22 +1332,19 @@ async fn run_simulated(runs: Vec<crate::plan::PlannedRun>, args: &RunArgs, quiet
         }
         Output::Table => {}
     }
-    if let Some(runner::Stop::LockLost(why)) = interrupt.first() {
-        error(format!(
-            "the cluster lock was lost ({why}): the runs stopped and healed"
-        ));
-        return EXIT_HARNESS;
+    if !quiet {
+        eprintln!(
+            "reports: {}/{{curve.md,curve.json,curve.junit.xml,curve.html}}",
+            out.display()
+        );
     }
-    if inv.interrupted {
-        return EXIT_INTERRUPTED;
-    }
-    super::exit::exit_code_of(
+    Ok(super::exit::exit_code_of(
         inv.results
             .iter()
             .map(|r| (r.verdict, r.error.is_some()))
-            .chain((!harness.is_empty()).then_some((crate::verdict::Verdict::Unknown, true))),
+            .chain((!inv.errors.is_empty()).then_some((crate::verdict::Verdict::Unknown, true))),
         args.fail_on,
-    )
+    ))
 }
 
 /// The curve of a simulated invocation: curve.md, curve.json, curve.junit.xml, curve.html

@@ -39,6 +39,7 @@ pub struct SimulatedResult {
     /// ended before its fault.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zero: Option<String>,
+    #[serde(deserialize_with = "crate::timeline::scale::milestones_compat")]
     pub milestones: Vec<MilestoneFigure>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taint_reaction: Option<Reaction>,
@@ -202,7 +203,7 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
     let _ = writeln!(out, "> **{BANNER}**\n");
     let _ = writeln!(
         out,
-        "| run | nodes lost | pods | remediation | all NotReady | all unreachable-tainted | all out-of-service-tainted | all pods deleted (p50 / all) | all volumes detached (p50 / all) | all replacements ready (p50 / all) | taint reaction p50 / p99 | API server cores / peak MiB | etcd cores / peak MiB | nodedown CPU s / peak MiB | events | verdict |"
+        "| run | nodes lost | pods | remediation | all NotReady | all unreachable-tainted | all out-of-service-tainted | all pods deleted (p50 / all) | all volumes detached (p50 / all) | all replacements running with their volume (p50 / all) | taint reaction p50 / p99 | API server cores / peak MiB | etcd cores / peak MiB | nodedown CPU s / peak MiB | events | verdict |"
     );
     let _ = writeln!(
         out,
@@ -241,12 +242,12 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
             r.lost_nodes,
             r.instances,
             r.remediation,
-            all(M::NotReady),
+            all(M::NodeNotReady),
             all(M::UnreachableTaint),
             all(M::OutOfServiceTaint),
-            both(M::PodDeleted),
+            both(M::OldPodDeleted),
             both(M::VolumeDetached),
-            both(M::ReplacementReady),
+            both(M::ReplacementRunning),
             r.taint_reaction
                 .as_ref()
                 .map(|t| format!("{} / {}", secs(Some(t.p50_ms)), secs(Some(t.p99_ms))))
@@ -373,7 +374,7 @@ fn verdict_rank(v: Verdict) -> u8 {
 }
 
 /// A candidate curve against a baseline, run by run (matched by run id): a verdict that got
-/// worse; a milestone fewer objects reached; the time until every replacement was ready (or its
+/// worse; a milestone fewer objects reached; the time until every replacement was running (or its
 /// p50) beyond `tolerance` of the baseline's. A run in only one of them is named, not counted
 /// against the candidate (a different plan is not a regression). Each run is one sample: the
 /// caller says so.
@@ -439,16 +440,16 @@ pub fn compare(
                 });
             }
         }
-        let ready = |r: &SimulatedResult| {
+        let running = |r: &SimulatedResult| {
             r.milestones
                 .iter()
-                .find(|f| f.milestone == Milestone::ReplacementReady)
+                .find(|f| f.milestone == Milestone::ReplacementRunning)
                 .cloned()
         };
-        if let (Some(bf), Some(cf)) = (ready(b), ready(c)) {
+        if let (Some(bf), Some(cf)) = (running(b), running(c)) {
             for (what, x, y) in [
-                ("every replacement ready", bf.all_ms(), cf.all_ms()),
-                ("replacement ready p50", bf.p50_ms, cf.p50_ms),
+                ("every replacement running", bf.all_ms(), cf.all_ms()),
+                ("replacement running p50", bf.p50_ms, cf.p50_ms),
             ] {
                 if let (Some(x), Some(y)) = (x, y) {
                     if x != y {
@@ -653,7 +654,7 @@ const CURVE_COLORS: [&str; 8] = [
     "#1e8449", "#c0392b", "#2980b9", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#b7950b",
 ];
 
-/// The curve as one self-contained HTML page: the banner, time to every replacement Ready
+/// The curve as one self-contained HTML page: the banner, time to every replacement Running with its volume
 /// against pods lost (a line per remediation, never marked), each milestone against pods lost
 /// per remediation, and the table of `curve_markdown`.
 pub fn curve_html(results: &[SimulatedResult]) -> String {
@@ -693,12 +694,12 @@ pub fn curve_html(results: &[SimulatedResult]) -> String {
             points: results
                 .iter()
                 .filter(|r| r.remediation == *rem && faulted(r))
-                .map(|r| (r.instances, all(r, M::ReplacementReady)))
+                .map(|r| (r.instances, all(r, M::ReplacementRunning)))
                 .collect(),
         })
         .collect();
     out.push_str(&curve_chart(
-        "time to every replacement Ready, by pods lost",
+        "time to every replacement Running with its volume, by pods lost",
         &series,
     ));
     for (i, rem) in remediations.iter().enumerate() {

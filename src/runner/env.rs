@@ -264,12 +264,24 @@ impl Env {
             .cluster_name
             .clone()
             .or(spec.name.clone())
-            .unwrap_or_else(|| "nodedown".into());
+            .unwrap_or_else(|| match provider {
+                Provider::Kwok => "nodedown-sim".into(),
+                _ => "nodedown".into(),
+            });
         // The experiment's own config file is the provider's only when `--provider` did not
         // switch to another one.
-        let spec_config = (provider == spec.provider)
+        let mut spec_config = (provider == spec.provider)
             .then(|| crate::spec::cluster_config_path(file, spec))
             .flatten();
+        // The simulated cluster's control plane: nodedown's own kind config unless one is
+        // given, written beside the runs (it is the one the cluster was made from).
+        if provider == Provider::Kwok && spec_config.is_none() && opts.kind_config.is_none() {
+            let dir = opts.out.clone().unwrap_or_else(std::env::temp_dir);
+            let p = dir.join("kind-simulated.yaml");
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(&p, crate::cluster::kwok::DEFAULT_CONFIG)?;
+            spec_config = Some(p);
+        }
         let local = local_cluster(provider, &name, opts).expect("kind or k3d");
         let docker = DockerNodes::connect()?;
         docker.ping().await?;
@@ -286,7 +298,7 @@ impl Env {
                     provider.as_str()
                 )));
             }
-            step(&format!("reusing {} cluster {name}", provider.as_str()));
+            step(&format!("reusing {} {name}", what_cluster(provider)));
             profile = match provider {
                 Provider::K3d => opts.k3d_config.clone().or(spec_config),
                 _ => Some(kind_config(opts, spec_config)),
@@ -311,8 +323,8 @@ impl Env {
                 )));
             }
             step(&format!(
-                "creating {} cluster {name} from {} with {image}",
-                provider.as_str(),
+                "creating {} {name} from {} with {image}",
+                what_cluster(provider),
                 config.display()
             ));
             local.create(&config, &image, &docker).await?;
@@ -384,6 +396,15 @@ impl Env {
             local.delete().await?;
         }
         Ok(())
+    }
+}
+
+/// How progress names a cluster nodedown makes or reuses.
+fn what_cluster(provider: Provider) -> &'static str {
+    match provider {
+        Provider::Kwok => "simulated cluster (a kind control plane, kwok's nodes)",
+        Provider::K3d => "k3d cluster",
+        _ => "kind cluster",
     }
 }
 
@@ -528,18 +549,18 @@ pub async fn describe_target(env: &Env) -> Result<String, ClusterError> {
         .list(&Default::default())
         .await
         .map_err(|e| ClusterError::Kubeconfig(format!("cannot list nodes: {e}")))?;
+    let names: Vec<String> = nodes
+        .items
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
     Ok(format!(
         "target: context {}, API server {}, Kubernetes {}, {} nodes ({})",
         env.session.context.as_deref().unwrap_or("(current)"),
         env.server,
         version.git_version,
-        nodes.items.len(),
-        nodes
-            .items
-            .iter()
-            .filter_map(|n| n.metadata.name.clone())
-            .collect::<Vec<_>>()
-            .join(", ")
+        names.len(),
+        crate::units::some_of(&names, 8)
     ))
 }
 

@@ -119,7 +119,15 @@ pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> 
                 &at("expect.phases"),
                 "a simulated run is measured by its curve's milestones, not by a real run's phases: `phases` would never be checked"
                     .into(),
-                "remove `phases`; expect `recovered`, `timeToRunning` or `timeToReady` (each for every instance)",
+                "remove `phases`; expect `recovered` or `timeToRunning` (each for every instance)",
+            ));
+        }
+        if v.expect.time_to_ready.is_some() {
+            return Err(fail(
+                &at("expect.timeToReady"),
+                "a simulated pod has no container and no readiness probe: `timeToReady` would measure nothing of the failover"
+                    .into(),
+                "bound `timeToRunning` instead: every replacement Running with its volume attached",
             ));
         }
         if v.expect.integrity.is_some() || v.expect.write_outage.is_some() {
@@ -149,6 +157,11 @@ mod tests {
         assert!(parse(GOOD).is_ok(), "{:?}", parse(GOOD));
         // More instances than a real run may have: the simulated limit applies.
         assert!(parse(&GOOD.replace("instances: 40", "instances: 2000")).is_ok());
+        let bounded = GOOD.replace(
+            "{recovered: true}",
+            "{recovered: true, timeToRunning: {max: 5m}}",
+        );
+        assert!(parse(&bounded).is_ok(), "{:?}", parse(&bounded));
         let refused = [
             (
                 "kind: node-shutdown",
@@ -173,6 +186,12 @@ mod tests {
                 "{recovered: true, phases: {seen: [volume-detached]}}",
                 "expect.phases",
                 "never be checked",
+            ),
+            (
+                "{recovered: true}",
+                "{recovered: true, timeToReady: {max: 5m}}",
+                "expect.timeToReady",
+                "no readiness probe",
             ),
             (
                 "{count: 2}",

@@ -1,22 +1,25 @@
 //! Failure at scale on simulated nodes (pure): what was observed of each lost node and each
 //! affected instance, as milliseconds after the fault, and the curve row computed from it.
 //!
-//! One meaning per milestone, each the first instant nodedown's watches saw the object in that
-//! state (or, for the taint nodedown applies, the instant its patch returned):
-//! - `not-ready`: the lost node's Ready condition is no longer True (the node lifecycle
+//! The curve's milestones are failover phases ([`super::Phase`]) under the same names and with
+//! the same meaning; each the first instant nodedown's watches saw the object in that state
+//! (or, for the taint nodedown applies, the instant its patch returned):
+//! - `node-not-ready`: the lost node's Ready condition is no longer True (the node lifecycle
 //!   controller, after its grace period without a Lease renewal);
 //! - `unreachable-taint`: the controller's `node.kubernetes.io/unreachable:NoExecute` taint;
 //! - `out-of-service-taint`: nodedown's taint (remediation `out-of-service-taint`);
-//! - `pod-deleted`: the instance's pod on the lost node is gone from the API (force-deleted by
-//!   PodGC once the node is tainted out of service; never without a remediation);
+//! - `old-pod-deleted`: the instance's pod on the lost node is gone from the API (force-deleted
+//!   by PodGC once the node is tainted out of service; never without a remediation);
 //! - `volume-detached`: the VolumeAttachment of its volume to the lost node is gone;
-//! - `replacement-running`: a new pod of the instance is Running on another node (simulated:
-//!   kwok makes a scheduled pod Running at once; it does not wait for the volume);
 //! - `volume-attached`: the volume's VolumeAttachment to the replacement's node says attached;
-//! - `replacement-ready`: both of the last two (the later of them): what a real kubelet would
-//!   need before the container starts.
+//! - `replacement-running`: a new pod of the instance runs on another node with its volume
+//!   attached. A kubelet starts no container before the volume it mounts is attached; kwok,
+//!   which stands in for the kubelet, makes a scheduled pod Running at once, so the simulated
+//!   rule is the later of kwok's Running (`podRunningMs`) and `volume-attached`.
+//!
+//! There is no `replacement-ready`: a simulated pod has no container and no readiness probe.
 
-use super::{ConditionStatus, Event, EventKind, PodPhase};
+use super::{ConditionStatus, Event, EventKind, Phase, PodPhase};
 use serde::{Deserialize, Serialize};
 
 /// What was seen of one lost node (ms after the fault's time zero).
@@ -42,55 +45,78 @@ pub struct AffectedInstance {
     pub pod_deleted_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_detached_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replacement_running_ms: Option<u64>,
+    /// When kwok made a new pod of the instance Running (kwok does not wait for the volume).
+    #[serde(
+        default,
+        alias = "replacementRunningMs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub pod_running_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_attached_ms: Option<u64>,
 }
 
 impl AffectedInstance {
-    /// The later of replacement-running and volume-attached; absent until both were seen.
-    pub fn replacement_ready_ms(&self) -> Option<u64> {
-        Some(self.replacement_running_ms?.max(self.volume_attached_ms?))
+    /// `replacement-running`: the later of kwok's Running and `volume-attached` (a kubelet
+    /// starts no container before its volume is attached); absent until both were seen.
+    pub fn replacement_running_ms(&self) -> Option<u64> {
+        Some(self.pod_running_ms?.max(self.volume_attached_ms?))
     }
 }
 
-/// The milestones of the curve, in the order a recovery reaches them.
+/// The milestones of the curve, in the order a recovery reaches them: the failover phases a
+/// simulated run observes, named as [`Phase`] names them (`phase()`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Milestone {
-    NotReady,
+    NodeNotReady,
     UnreachableTaint,
     OutOfServiceTaint,
-    PodDeleted,
+    OldPodDeleted,
     VolumeDetached,
-    ReplacementRunning,
     VolumeAttached,
-    ReplacementReady,
+    ReplacementRunning,
 }
 
 impl Milestone {
-    pub const ALL: [Milestone; 8] = [
-        Milestone::NotReady,
+    pub const ALL: [Milestone; 7] = [
+        Milestone::NodeNotReady,
         Milestone::UnreachableTaint,
         Milestone::OutOfServiceTaint,
-        Milestone::PodDeleted,
+        Milestone::OldPodDeleted,
         Milestone::VolumeDetached,
-        Milestone::ReplacementRunning,
         Milestone::VolumeAttached,
-        Milestone::ReplacementReady,
+        Milestone::ReplacementRunning,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    /// The failover phase this milestone is.
+    pub fn phase(self) -> Phase {
         match self {
-            Milestone::NotReady => "not-ready",
-            Milestone::UnreachableTaint => "unreachable-taint",
-            Milestone::OutOfServiceTaint => "out-of-service-taint",
-            Milestone::PodDeleted => "pod-deleted",
-            Milestone::VolumeDetached => "volume-detached",
-            Milestone::ReplacementRunning => "replacement-running",
-            Milestone::VolumeAttached => "volume-attached",
-            Milestone::ReplacementReady => "replacement-ready",
+            Milestone::NodeNotReady => Phase::NodeNotReady,
+            Milestone::UnreachableTaint => Phase::UnreachableTaint,
+            Milestone::OutOfServiceTaint => Phase::OutOfServiceTaint,
+            Milestone::OldPodDeleted => Phase::OldPodDeleted,
+            Milestone::VolumeDetached => Phase::VolumeDetached,
+            Milestone::VolumeAttached => Phase::VolumeAttached,
+            Milestone::ReplacementRunning => Phase::ReplacementRunning,
+        }
+    }
+
+    /// Its name: the phase's.
+    pub fn as_str(self) -> &'static str {
+        self.phase().name()
+    }
+
+    /// The milestone of a name, also as curves written before the milestones took the phases'
+    /// names said it (`not-ready`, `pod-deleted`, and `replacement-ready`, which was Running with
+    /// the volume attached: today's `replacement-running`). `None`: a name to drop (the old
+    /// `replacement-running`, kwok's bare Running, when `replacement-ready` is there too).
+    fn from_name(name: &str) -> Option<Milestone> {
+        match name {
+            "not-ready" => Some(Milestone::NodeNotReady),
+            "pod-deleted" => Some(Milestone::OldPodDeleted),
+            "replacement-ready" => Some(Milestone::ReplacementRunning),
+            _ => Milestone::ALL.into_iter().find(|m| m.as_str() == name),
         }
     }
 
@@ -98,9 +124,48 @@ impl Milestone {
     pub fn of_nodes(self) -> bool {
         matches!(
             self,
-            Milestone::NotReady | Milestone::UnreachableTaint | Milestone::OutOfServiceTaint
+            Milestone::NodeNotReady | Milestone::UnreachableTaint | Milestone::OutOfServiceTaint
         )
     }
+}
+
+/// Reads a run's milestone figures, also as curves written before the milestones took the
+/// phases' names wrote them (see [`Milestone::from_name`]); an unknown name is an error.
+pub fn milestones_compat<'de, D>(d: D) -> Result<Vec<MilestoneFigure>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Raw {
+        milestone: String,
+        reached: usize,
+        of: usize,
+        #[serde(default)]
+        p50_ms: Option<u64>,
+        #[serde(default)]
+        max_ms: Option<u64>,
+    }
+    let raw = Vec::<Raw>::deserialize(d)?;
+    let old = raw.iter().any(|r| r.milestone == "replacement-ready");
+    let mut out = Vec::new();
+    for r in raw {
+        if old && r.milestone == "replacement-running" {
+            continue;
+        }
+        let milestone = Milestone::from_name(&r.milestone).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown milestone `{}`", r.milestone))
+        })?;
+        out.push(MilestoneFigure {
+            milestone,
+            reached: r.reached,
+            of: r.of,
+            p50_ms: r.p50_ms,
+            max_ms: r.max_ms,
+        });
+    }
+    out.sort_by_key(|f| Milestone::ALL.iter().position(|m| *m == f.milestone));
+    Ok(out)
 }
 
 /// One milestone over the objects it applies to: how many reached it, and when (nearest-rank
@@ -151,7 +216,7 @@ impl ScaleObservations {
                 .nodes
                 .iter()
                 .filter_map(|n| match m {
-                    Milestone::NotReady => n.not_ready_ms,
+                    Milestone::NodeNotReady => n.not_ready_ms,
                     Milestone::UnreachableTaint => n.unreachable_taint_ms,
                     _ => n.out_of_service_taint_ms,
                 })
@@ -162,11 +227,10 @@ impl ScaleObservations {
                 .instances
                 .iter()
                 .filter_map(|i| match m {
-                    Milestone::PodDeleted => i.pod_deleted_ms,
+                    Milestone::OldPodDeleted => i.pod_deleted_ms,
                     Milestone::VolumeDetached => i.volume_detached_ms,
-                    Milestone::ReplacementRunning => i.replacement_running_ms,
                     Milestone::VolumeAttached => i.volume_attached_ms,
-                    _ => i.replacement_ready_ms(),
+                    _ => i.replacement_running_ms(),
                 })
                 .collect();
             (v, self.instances.len())
@@ -207,13 +271,13 @@ impl ScaleObservations {
         })
     }
 
-    /// Whether every affected instance has a ready replacement.
+    /// Whether every affected instance has a replacement running with its volume.
     pub fn recovered(&self) -> bool {
         !self.instances.is_empty()
             && self
                 .instances
                 .iter()
-                .all(|i| i.replacement_ready_ms().is_some())
+                .all(|i| i.replacement_running_ms().is_some())
     }
 }
 
@@ -466,7 +530,7 @@ impl ScaleFold {
                     node: i.node.clone(),
                     pod_deleted_ms: after(i.deleted),
                     volume_detached_ms: after(i.detached),
-                    replacement_running_ms: after(i.running),
+                    pod_running_ms: after(i.running),
                     volume_attached_ms: after(i.attached),
                 })
                 .collect(),
@@ -512,7 +576,7 @@ mod tests {
                     node: "sim-0000".into(),
                     pod_deleted_ms: Some(30_000),
                     volume_detached_ms: Some(30_500),
-                    replacement_running_ms: Some(30_200),
+                    pod_running_ms: Some(30_200),
                     volume_attached_ms: Some(31_000),
                 },
                 AffectedInstance {
@@ -520,7 +584,7 @@ mod tests {
                     node: "sim-0001".into(),
                     pod_deleted_ms: Some(35_000),
                     volume_detached_ms: Some(36_000),
-                    replacement_running_ms: Some(35_100),
+                    pod_running_ms: Some(35_100),
                     volume_attached_ms: None,
                 },
                 AffectedInstance {
@@ -528,7 +592,7 @@ mod tests {
                     node: "sim-0000".into(),
                     pod_deleted_ms: Some(31_000),
                     volume_detached_ms: Some(31_000),
-                    replacement_running_ms: Some(32_000),
+                    pod_running_ms: Some(32_000),
                     volume_attached_ms: Some(31_500),
                 },
             ],
@@ -540,13 +604,15 @@ mod tests {
         let o = obs();
         let f = o.figures(true);
         let get = |m: Milestone| f.iter().find(|x| x.milestone == m).unwrap().clone();
-        let nr = get(Milestone::NotReady);
+        let nr = get(Milestone::NodeNotReady);
         assert_eq!(
             (nr.reached, nr.of, nr.p50_ms, nr.max_ms),
             (2, 2, Some(16_000), Some(18_000))
         );
         assert_eq!(nr.all_ms(), Some(18_000));
-        let ready = get(Milestone::ReplacementReady);
+        let ready = get(Milestone::ReplacementRunning);
+        assert_eq!(ready.milestone.as_str(), "replacement-running");
+        assert_eq!(ready.milestone.phase(), Phase::ReplacementRunning);
         assert_eq!(
             (ready.reached, ready.of),
             (2, 3),
@@ -564,6 +630,47 @@ mod tests {
                 .iter()
                 .any(|x| x.milestone == Milestone::OutOfServiceTaint),
             "without the taint remediation the milestone is absent, not unreached"
+        );
+    }
+
+    /// Synthetic: a curve's milestones as written before they took the phases' names.
+    #[test]
+    fn milestones_written_under_the_old_names_read_as_the_phases() {
+        #[derive(Deserialize)]
+        struct R {
+            #[serde(deserialize_with = "milestones_compat")]
+            m: Vec<MilestoneFigure>,
+        }
+        let old = r#"{"m": [
+            {"milestone": "not-ready", "reached": 2, "of": 2, "p50Ms": 1, "maxMs": 2},
+            {"milestone": "pod-deleted", "reached": 1, "of": 4, "p50Ms": 3, "maxMs": 3},
+            {"milestone": "replacement-running", "reached": 4, "of": 4, "p50Ms": 5, "maxMs": 6},
+            {"milestone": "volume-attached", "reached": 3, "of": 4, "p50Ms": 7, "maxMs": 8},
+            {"milestone": "replacement-ready", "reached": 3, "of": 4, "p50Ms": 7, "maxMs": 8}
+        ]}"#;
+        let r: R = serde_json::from_str(old).unwrap();
+        let names: Vec<(&str, usize)> =
+            r.m.iter()
+                .map(|f| (f.milestone.as_str(), f.reached))
+                .collect();
+        assert_eq!(
+            names,
+            [
+                ("node-not-ready", 2),
+                ("old-pod-deleted", 1),
+                ("volume-attached", 3),
+                ("replacement-running", 3)
+            ],
+            "kwok's bare Running dropped; the old replacement-ready is replacement-running"
+        );
+        let new = r#"{"m": [{"milestone": "replacement-running", "reached": 4, "of": 4}]}"#;
+        let r: R = serde_json::from_str(new).unwrap();
+        assert_eq!(r.m[0].reached, 4);
+        let bad = r#"{"m": [{"milestone": "replacement-ready-ish", "reached": 4, "of": 4}]}"#;
+        let e = serde_json::from_str::<R>(bad).err().unwrap().to_string();
+        assert!(
+            e.contains("unknown milestone `replacement-ready-ish`"),
+            "{e}"
         );
     }
 
@@ -699,7 +806,7 @@ mod tests {
                 node: "sim-0".into(),
                 pod_deleted_ms: Some(20_000),
                 volume_detached_ms: Some(21_000),
-                replacement_running_ms: Some(20_200),
+                pod_running_ms: Some(20_200),
                 volume_attached_ms: Some(23_000),
             }]
         );

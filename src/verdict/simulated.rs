@@ -1,13 +1,13 @@
 //! Verdicts of simulated runs (provider kwok; pure): every expectation the spec accepts for a
-//! simulated experiment (`recovered`, `timeToRunning`, `timeToReady`; the rest is refused by
+//! simulated experiment (`recovered`, `timeToRunning`; the rest is refused by
 //! `spec::simulated`) checked against what the run's watches saw, three-valued like a real
 //! run's and combined by the same rule ([`super::combine`]).
 //!
 //! A simulated run has many instances; an expectation holds when it holds for every one of them
-//! (as for a fleet): `timeToRunning` is the time until every replacement was Running,
-//! `timeToReady` until every replacement was Running *with its volume attached* (the
-//! `replacement-ready` milestone of [`crate::timeline::scale`]: kwok has no kubelet, so the
-//! pod's own Ready condition says nothing about the volume).
+//! (as for a fleet): `timeToRunning` is the time until every replacement was Running with its
+//! volume attached (the `replacement-running` milestone of [`crate::timeline::scale`]: a
+//! kubelet starts no container before the volume is attached; kwok, in its place, does not
+//! wait). There is no `timeToReady`: a simulated pod has no readiness probe.
 
 use super::{combine, ExpectationResult, Verdict};
 use crate::plan::PlannedRun;
@@ -28,19 +28,20 @@ pub fn evaluate(
         results.push(recovered(run, obs, want, error));
     }
     if let Some(bound) = &run.expect.time_to_running {
-        results.push(every("timeToRunning", "Running", obs, bound, error, |i| {
-            i.replacement_running_ms
-        }));
-    }
-    if let Some(bound) = &run.expect.time_to_ready {
         results.push(every(
-            "timeToReady",
+            "timeToRunning",
             "Running with its volume attached",
             obs,
             bound,
             error,
-            AffectedInstance::replacement_ready_ms,
+            AffectedInstance::replacement_running_ms,
         ));
+    }
+    if run.expect.time_to_ready.is_some() {
+        // Refused by validation today; a run planned before that keeps it, never decided.
+        let mut r = ExpectationResult::undecided("timeToReady", "-".into());
+        r.evidence = "a simulated pod has no readiness probe: bound timeToRunning".into();
+        results.push(r);
     }
     let verdict = combine(&results, error.is_some());
     (results, verdict)
@@ -63,19 +64,9 @@ fn reach(
     (slowest, missing)
 }
 
-/// "i0003, i0007 and 12 more"
+/// "i0003, i0007, i0009 and 12 more"
 fn some_of(names: &[&str]) -> String {
-    const SHOWN: usize = 3;
-    let mut s = names
-        .iter()
-        .take(SHOWN)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if names.len() > SHOWN {
-        s.push_str(&format!(" and {} more", names.len() - SHOWN));
-    }
-    s
+    crate::units::some_of(names, 3)
 }
 
 fn no_instances(error: Option<&str>) -> String {
@@ -97,7 +88,7 @@ fn recovered(
         r.evidence = no_instances(error);
         return r;
     }
-    let (slowest, missing) = reach(obs, AffectedInstance::replacement_ready_ms);
+    let (slowest, missing) = reach(obs, AffectedInstance::replacement_running_ms);
     let window = fmt_duration(run.timeouts.recovery);
     let back = missing.is_empty();
     if !back && error.is_some() {
@@ -249,26 +240,32 @@ mod tests {
     fn a_bound_nobody_can_meet_fails_naming_the_slowest_instance() {
         let (mut run, obs) = recorded("lost-20-x20-taint");
         run.expect.time_to_running = bound(1);
-        run.expect.time_to_ready = bound(1);
         let (rs, verdict) = evaluate(&run, &obs, None);
         assert_eq!(verdict, Verdict::Fail);
-        for r in &rs[1..] {
-            assert_eq!(r.verdict, Verdict::Fail, "{r:?}");
-            assert_eq!(r.expected, "<= 1s");
-            assert!(r.evidence.contains("over the 1s bound"), "{r:?}");
-            assert!(r.evidence.contains("every one of 400"), "{r:?}");
-        }
+        let r = &rs[1];
+        assert_eq!(r.verdict, Verdict::Fail, "{r:?}");
+        assert_eq!(r.expected, "<= 1s");
+        assert!(r.evidence.contains("over the 1s bound"), "{r:?}");
+        assert!(
+            r.evidence
+                .contains("every one of 400 replacements Running with its volume attached"),
+            "{r:?}"
+        );
         // A generous bound passes the same run.
         run.expect.time_to_running = bound(600);
-        run.expect.time_to_ready = bound(600);
         assert_eq!(evaluate(&run, &obs, None).1, Verdict::Pass);
+        // `timeToReady` (refused by validation) in a run planned before: never decided.
+        run.expect.time_to_ready = bound(600);
+        let (rs, verdict) = evaluate(&run, &obs, None);
+        assert_eq!(rs[2].verdict, Verdict::Unknown, "{:?}", rs[2]);
+        assert_eq!(verdict, Verdict::Unknown);
     }
 
     #[test]
     fn without_a_remediation_nothing_is_back_and_bounds_fail() {
         let (mut run, obs) = recorded("lost-1-x20-none");
         run.expect.recovered = Some(true);
-        run.expect.time_to_ready = bound(600);
+        run.expect.time_to_running = bound(600);
         let (rs, verdict) = evaluate(&run, &obs, None);
         assert_eq!(verdict, Verdict::Fail);
         assert_eq!(rs[0].actual, "false");

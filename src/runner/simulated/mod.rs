@@ -26,32 +26,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::vocab::INSTANCE_LABEL;
-/// What an invocation needs to reach and run the simulated cluster.
-pub struct SimulatedOptions {
-    pub out: PathBuf,
-    pub cache_dir: PathBuf,
-    pub kind_bin: Option<PathBuf>,
-    pub node_image: Option<String>,
-    pub quiet: bool,
-    /// The simulated cluster's name over the experiment's `cluster.name` (`--cluster-name`).
-    pub cluster_name: Option<String>,
-    /// Its kind config over the experiment's `cluster.config` (`--kind-config`).
-    pub kind_config: Option<PathBuf>,
-    /// Keep a cluster this invocation created (`--retain`).
-    pub retain: bool,
-}
 
-fn say(quiet: bool, started: Instant, msg: impl AsRef<str>) {
-    if !quiet {
-        eprintln!(
-            "[{:7.1}s] {}",
-            started.elapsed().as_secs_f64(),
-            msg.as_ref()
-        );
-    }
-}
-
-/// Why a simulated invocation could not run at all (each run's own errors are in its result).
+/// Why the simulated cluster could not be readied for the runs (each run's own errors are in
+/// its result).
 #[derive(Debug, thiserror::Error)]
 pub enum SimulatedError {
     #[error("{path}: {source}")]
@@ -59,38 +36,20 @@ pub enum SimulatedError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("the simulated cluster {name}: {source}")]
-    Cluster {
-        name: String,
-        source: crate::cluster::ClusterError,
-    },
+    #[error("the simulated cluster is not a local one (nodedown makes it with kind)")]
+    NotLocal,
+    #[error("the simulated cluster: {0}")]
+    Cluster(crate::cluster::ClusterError),
     #[error("cannot start kwok: {0}")]
     Kwok(crate::cluster::ClusterError),
-    #[error(transparent)]
-    Lock(#[from] crate::cluster::lock::LockError),
 }
 
-impl SimulatedError {
-    /// The error of an I/O step on `path`, for `map_err`.
-    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SimulatedError {
-        let path = path.to_path_buf();
-        move |source| SimulatedError::Io { path, source }
-    }
-
-    fn cluster(name: &str, source: crate::cluster::ClusterError) -> SimulatedError {
-        SimulatedError::Cluster {
-            name: name.to_string(),
-            source,
-        }
-    }
-}
-
-/// What a simulated invocation did: a result per run it started (errored runs included, with
-/// their error), and what went wrong around the runs.
+/// What the simulated runs of an invocation did: a result per run it started (errored runs
+/// included, with their error), and what went wrong around the runs.
 pub struct SimulatedInvocation {
     pub results: Vec<SimulatedResult>,
-    /// Errors outside any one run (kwok exited, the final wait for namespaces, deleting the
-    /// cluster): a harness error of the invocation.
+    /// Errors outside any one run (kwok exited, a run's reports not written): a harness error
+    /// of the invocation.
     pub errors: Vec<String>,
     /// SIGINT/SIGTERM or the lost cluster lock stopped it (after healing).
     pub interrupted: bool,
@@ -121,262 +80,189 @@ impl RunTasks {
     }
 }
 
-/// Runs `runs` (all `provider: kwok`) one after the other on one simulated cluster, healing
-/// each; creates the cluster when it does not exist and deletes it at the end unless `retain`.
-pub async fn run_all(
-    runs: Vec<PlannedRun>,
-    opts: SimulatedOptions,
-    interrupt: super::Interrupt,
-) -> Result<SimulatedInvocation, SimulatedError> {
-    let started = Instant::now();
-    let first = &runs[0];
-    let name = opts
-        .cluster_name
-        .clone()
-        .or_else(|| first.cluster.name.clone())
-        .unwrap_or_else(|| "nodedown-sim".into());
-    let io = SimulatedError::io;
-    let cluster_err = |source| SimulatedError::cluster(&name, source);
-    std::fs::create_dir_all(&opts.out).map_err(io(&opts.out))?;
-    let kind = crate::cluster::Kind::new(&name, opts.kind_bin.as_deref(), &opts.cache_dir);
-    let local = crate::cluster::LocalCluster::Kind(kind.clone());
-    let created = if kind.exists().await.map_err(cluster_err)? {
-        say(
-            opts.quiet,
-            started,
-            format!("reusing simulated cluster {name} (kind)"),
-        );
-        false
-    } else {
-        let config = match opts
-            .kind_config
-            .clone()
-            .or_else(|| crate::spec::cluster_config_path(&first.file, &first.cluster))
-        {
-            Some(p) => p,
-            None => {
-                let p = opts.out.join("kind-simulated.yaml");
-                std::fs::write(&p, kwok::DEFAULT_CONFIG).map_err(io(&p))?;
-                p
-            }
-        };
-        let image = opts
-            .node_image
-            .clone()
-            .unwrap_or_else(|| crate::runner::default_node_image(&opts.cache_dir));
-        say(
-            opts.quiet,
-            started,
-            format!("creating simulated cluster {name}: a kind control plane ({image})"),
-        );
-        let docker = crate::cluster::DockerNodes::connect().map_err(cluster_err)?;
-        local
-            .create(&config, &image, &docker)
-            .await
-            .map_err(cluster_err)?;
-        true
-    };
-    let result = run_on(&runs, &opts, &name, &local, started, interrupt).await;
-    if created && !opts.retain {
-        say(
-            opts.quiet,
-            started,
-            format!(
-                "deleting simulated cluster {name} (made by this invocation; --retain keeps it)"
-            ),
-        );
-        if let Err(e) = local.delete().await {
-            let e = format!("deleting the simulated cluster {name}: {e}");
-            return match result {
-                Ok(mut inv) => {
-                    inv.errors.push(e);
-                    Ok(inv)
-                }
-                Err(first) => Err(first),
-            };
-        }
-    }
-    result
+/// kwok running for the simulated cluster of an invocation: its nodes heartbeat while it
+/// lives (dropping it stops kwok). Everything else of an invocation — the cluster made, reused
+/// or deleted, the lock, session.json, the interrupt, the final wait, the reports and the exit
+/// — is the one invocation shell of real runs (`nodedown run`); this is the provider's part.
+pub struct Simulator {
+    kwok: kwok::Kwok,
+    version: String,
+    /// The control plane's container (for its processes' CPU and memory).
+    container: Option<String>,
+    kubernetes: String,
 }
 
-async fn run_on(
-    runs: &[PlannedRun],
-    opts: &SimulatedOptions,
-    name: &str,
-    local: &crate::cluster::LocalCluster,
-    started: Instant,
-    interrupt: super::Interrupt,
-) -> Result<SimulatedInvocation, SimulatedError> {
-    let io = SimulatedError::io;
-    let cluster_err = |source| SimulatedError::cluster(name, source);
-    let (client, _) = crate::cluster::client_for_local(local)
+/// Starts kwok on the simulated cluster of `env` (its kubeconfig written, private, into `dir`;
+/// its log there as `log_name`): for the runs, and for `nodedown cleanup` (the nodes it heals
+/// come back only while kwok renews their Leases).
+pub async fn start_kwok(
+    env: &crate::runner::Env,
+    dir: &Path,
+    cache_dir: &Path,
+    log_name: &str,
+) -> Result<kwok::Kwok, SimulatedError> {
+    let yaml = env
+        .local_kubeconfig()
         .await
-        .map_err(cluster_err)?;
-    let kubeconfig = opts.out.join("kubeconfig-simulated");
-    let k = local.kubeconfig().await.map_err(cluster_err)?;
-    write_private(&kubeconfig, &k).map_err(io(&kubeconfig))?;
-    // How the cluster was reached, for `nodedown cleanup`: written before anything is changed,
-    // and a hard error when it cannot be (cleanup would not find the cluster).
-    let session = crate::runner::Session {
-        provider: crate::spec::Provider::Kwok,
-        cluster: Some(name.to_string()),
-        context: None,
-        profile: None,
-        power_hooks: None,
-        node_control: None,
-        test_nodes: false,
-    };
-    let session_path = opts.out.join(crate::store::SESSION_FILE);
-    std::fs::write(
-        &session_path,
-        serde_json::to_string_pretty(&session).expect("a session serializes"),
-    )
-    .map_err(io(&session_path))?;
-    let out_abs = std::fs::canonicalize(&opts.out).unwrap_or_else(|_| opts.out.clone());
-    let lock = crate::cluster::lock::acquire(&client, &out_abs, |s| say(opts.quiet, started, s))
+        .ok_or(SimulatedError::NotLocal)?
+        .map_err(SimulatedError::Cluster)?;
+    let path = dir.join("kubeconfig-simulated");
+    write_private(&path, &yaml).map_err(|source| SimulatedError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    kwok::Kwok::start(&kwok::kwok_bin(cache_dir), &path, dir, log_name)
         .await
-        .map_err(SimulatedError::Lock)?;
-    let lost = lock.lost();
-    let stopper = interrupt.clone();
-    let watch_lock = tokio::spawn(async move {
-        let why = lost.await;
-        stopper.stop(super::Stop::LockLost(why));
-    });
-    let bin = kwok::kwok_bin(&opts.cache_dir);
-    let mut kwok = match kwok::Kwok::start(&bin, &kubeconfig, &opts.out, "kwok.log").await {
-        Ok(k) => k,
-        Err(e) => {
-            watch_lock.abort();
-            lock.release().await;
-            return Err(SimulatedError::Kwok(e));
-        }
-    };
-    let kwok_version = kwok::version(&bin).await;
-    say(
-        opts.quiet,
-        started,
-        format!(
-            "kwok {} ({kwok_version}) started (log {})",
+        .map_err(SimulatedError::Kwok)
+}
+
+impl Simulator {
+    /// Starts kwok for the invocation's runs (`out`: the invocation's directory).
+    pub async fn start(
+        env: &crate::runner::Env,
+        out: &Path,
+        cache_dir: &Path,
+        progress: &crate::runner::Progress,
+    ) -> Result<Simulator, SimulatedError> {
+        let kwok = start_kwok(env, out, cache_dir, "kwok.log").await?;
+        let bin = kwok::kwok_bin(cache_dir);
+        let version = kwok::version(&bin).await;
+        progress.step(&format!(
+            "kwok {} ({version}) started (log {})",
             bin.display(),
             kwok.log.display()
-        ),
-    );
-    let cp = format!("{name}-control-plane");
-    let container = match crate::cluster::DockerNodes::connect() {
-        Ok(d) => d.container_id(&cp).await.ok().flatten(),
-        Err(_) => None,
-    };
-    let kubernetes = client
-        .apiserver_version()
-        .await
-        .map(|v| v.git_version)
-        .unwrap_or_default();
-    let mut inv = SimulatedInvocation {
-        results: Vec::new(),
-        errors: Vec::new(),
-        interrupted: false,
-    };
-    for run in runs {
-        if interrupt.first().is_some() {
-            break;
-        }
-        if !kwok.alive() {
-            inv.errors
-                .push(format!("kwok exited; its log: {}", kwok.log.display()));
-            break;
-        }
-        let ctx = RunContext {
-            client: client.clone(),
-            out: opts.out.join(&run.id),
-            quiet: opts.quiet,
-            started,
-            kubernetes: kubernetes.clone(),
-            cluster: name.to_string(),
-            container: container.clone(),
-            kwok_pid: kwok.pid(),
-            kwok_started: kwok.started,
-            kwok_version: kwok_version.clone(),
+        ));
+        let container = match (&env.session.cluster, crate::cluster::DockerNodes::connect()) {
+            (Some(name), Ok(d)) => d
+                .container_id(&format!("{name}-control-plane"))
+                .await
+                .ok()
+                .flatten(),
+            _ => None,
         };
-        let mut tasks = RunTasks::default();
-        let outcome = tokio::select! {
-            r = run_one(run, &ctx, &mut tasks) => r,
-            stop = interrupt.wait() => Err(format!("interrupted: {stop}")),
+        let kubernetes = env
+            .client
+            .apiserver_version()
+            .await
+            .map(|v| v.git_version)
+            .unwrap_or_default();
+        Ok(Simulator {
+            kwok,
+            version,
+            container,
+            kubernetes,
+        })
+    }
+
+    /// Runs `runs` (all `provider: kwok`) one after the other, each healed from its journal
+    /// with its own heal timeout whichever way it ended; each run's results.json and summary.md
+    /// written in `out/<run id>`. Stops starting runs once `interrupt` fired or kwok exited.
+    pub async fn run_all(
+        &mut self,
+        env: &crate::runner::Env,
+        runs: &[PlannedRun],
+        out: &Path,
+        progress: &crate::runner::Progress,
+        interrupt: &super::Interrupt,
+    ) -> SimulatedInvocation {
+        let mut inv = SimulatedInvocation {
+            results: Vec::new(),
+            errors: Vec::new(),
+            interrupted: false,
         };
-        // Nothing of the run's may act after this point: then heal what the journal says.
-        tasks.stop().await;
-        if let Some(r) = &tasks.recorder {
-            r.record(EventKind::Stage { stage: Stage::Heal });
-        }
-        let mut heal_errors = Vec::new();
-        let healer = super::heal::Healer {
-            client: client.clone(),
-            controls: vec![Arc::new(KwokNodeControl::new(client.clone())) as Arc<dyn NodeControl>],
-            node_timeout: run.timeouts.heal,
-        };
-        let journal_path = ctx.out.join(crate::store::JOURNAL_FILE);
-        if journal_path.exists() {
-            say(
-                opts.quiet,
-                started,
-                format!(
-                    "{} healing: nodes back, taints removed, run objects deleted",
-                    run.id
-                ),
-            );
-            match Journal::open(&journal_path) {
-                Ok(j) => {
-                    let (_, errors) = healer.heal_all(&j, None).await;
-                    heal_errors.extend(errors.iter().map(|e| e.to_string()));
-                }
-                Err(e) => heal_errors.push(format!("{}: {e}", journal_path.display())),
+        let total = runs.len();
+        for (i, run) in runs.iter().enumerate() {
+            if interrupt.first().is_some() {
+                break;
             }
-        }
-        // A run that could not go on keeps what it observed until then (its events), and says
-        // why; a failed heal means the run did not complete, its figures stand.
-        let (partial, mut error) = match outcome {
-            Ok(mut p) => {
-                let e = p.error.take();
-                (p, e)
+            if !self.kwok.alive() {
+                inv.errors
+                    .push(format!("kwok exited; its log: {}", self.kwok.log.display()));
+                break;
             }
-            Err(e) => (Partial::default(), Some(e)),
-        };
-        if !heal_errors.is_empty() {
-            let healing = format!("healing failed: {}", heal_errors.join("; "));
-            error = Some(match error {
-                Some(e) => format!("{e}; {healing}"),
-                None => healing,
-            });
+            progress.set_run(&format!("[{}/{total}] {}", i + 1, run.id));
+            let ctx = RunContext {
+                client: env.client.clone(),
+                out: out.join(&run.id),
+                progress: progress.clone(),
+                kubernetes: self.kubernetes.clone(),
+                cluster: env.session.cluster.clone().unwrap_or_default(),
+                container: self.container.clone(),
+                kwok_pid: self.kwok.pid(),
+                kwok_started: self.kwok.started,
+                kwok_version: self.version.clone(),
+            };
+            let result = run_healed(env, run, &ctx, interrupt).await;
+            match &result.error {
+                Some(e) => progress.step(&format!("error: {e}")),
+                None => progress.step(result.verdict.as_str()),
+            }
+            if let Err(e) = ctx.write(&result) {
+                inv.errors.push(e);
+            }
+            inv.results.push(result);
         }
-        let events = tasks.recorder.as_ref().map(|r| {
-            r.record(EventKind::RunFinished {
-                error: error.clone(),
-            });
-            r.since(0)
+        progress.set_run("");
+        inv.interrupted = interrupt.first().is_some();
+        inv
+    }
+}
+
+/// One run to its end (or its interrupt), its tasks stopped, then healed from its journal with
+/// its own heal timeout; its result from its events.
+async fn run_healed(
+    env: &crate::runner::Env,
+    run: &PlannedRun,
+    ctx: &RunContext,
+    interrupt: &super::Interrupt,
+) -> SimulatedResult {
+    let mut tasks = RunTasks::default();
+    let outcome = tokio::select! {
+        r = run_one(run, ctx, &mut tasks) => r,
+        stop = interrupt.wait() => Err(format!("interrupted: {stop}")),
+    };
+    // Nothing of the run's may act after this point: then heal what the journal says.
+    tasks.stop().await;
+    if let Some(r) = &tasks.recorder {
+        r.record(EventKind::Stage { stage: Stage::Heal });
+    }
+    let mut heal_errors = Vec::new();
+    let journal_path = ctx.out.join(crate::store::JOURNAL_FILE);
+    if journal_path.exists() {
+        ctx.progress
+            .step("healing: nodes back, taints removed, run objects deleted");
+        match Journal::open(&journal_path) {
+            Ok(j) => {
+                let healer = crate::runner::healer(env, run.timeouts.heal);
+                let (_, errors) = healer.heal_all(&j, None).await;
+                heal_errors.extend(errors.iter().map(|e| e.to_string()));
+            }
+            Err(e) => heal_errors.push(format!("{}: {e}", journal_path.display())),
+        }
+    }
+    // A run that could not go on keeps what it observed until then (its events), and says
+    // why; a failed heal means the run did not complete, its figures stand.
+    let (partial, mut error) = match outcome {
+        Ok(mut p) => {
+            let e = p.error.take();
+            (p, e)
+        }
+        Err(e) => (Partial::default(), Some(e)),
+    };
+    if !heal_errors.is_empty() {
+        let healing = format!("healing failed: {}", heal_errors.join("; "));
+        error = Some(match error {
+            Some(e) => format!("{e}; {healing}"),
+            None => healing,
         });
-        let result = ctx.finish(run, events.as_deref(), partial, error);
-        match &result.error {
-            Some(e) => eprintln!("error: {}: {e}", run.id),
-            None => say(
-                opts.quiet,
-                started,
-                format!("{}: {}", run.id, result.verdict.as_str()),
-            ),
-        }
-        if let Err(e) = ctx.write(&result) {
-            inv.errors.push(e);
-        }
-        inv.results.push(result);
     }
-    inv.interrupted = interrupt.first().is_some();
-    // The runs' namespaces finish terminating while kwok still answers for the nodes their
-    // pods were on; the invocation ends with the cluster as it found it.
-    if let Err(e) = crate::runner::wait_namespaces_gone(&client).await {
-        inv.errors.push(e.to_string());
-    }
-    drop(kwok);
-    watch_lock.abort();
-    lock.release().await;
-    Ok(inv)
+    let events = tasks.recorder.as_ref().map(|r| {
+        r.record(EventKind::RunFinished {
+            error: error.clone(),
+        });
+        r.since(0)
+    });
+    ctx.finish(run, events.as_deref(), partial, error)
 }
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
@@ -394,8 +280,7 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 struct RunContext {
     client: Client,
     out: PathBuf,
-    quiet: bool,
-    started: Instant,
+    progress: crate::runner::Progress,
     kubernetes: String,
     cluster: String,
     container: Option<String>,
@@ -490,7 +375,7 @@ async fn run_one(
     ctx: &RunContext,
     tasks: &mut RunTasks,
 ) -> Result<Partial, String> {
-    let say = |m: String| say(ctx.quiet, ctx.started, format!("{} {m}", run.id));
+    let say = |m: String| ctx.progress.step(&m);
     let (journal, recorder) = open_run(run, ctx, tasks)?;
     let placed = place(run, ctx, &journal, &recorder, &say).await?;
     let (mut fold, folded) = watch(ctx, &placed, &recorder, tasks).await?;
@@ -846,23 +731,4 @@ impl CostMeter {
         ));
         cost
     }
-}
-
-/// Starts kwok for `nodedown cleanup` of a simulated run: the nodes it heals come back only
-/// while kwok renews their Leases.
-pub async fn start_kwok_for(
-    env: &crate::runner::Env,
-    dir: &Path,
-    cache_dir: &Path,
-) -> Result<kwok::Kwok, String> {
-    let yaml = env
-        .local_kubeconfig()
-        .await
-        .ok_or("the simulated cluster is not a local one")?
-        .map_err(|e| e.to_string())?;
-    let path = dir.join("kubeconfig-simulated");
-    write_private(&path, &yaml).map_err(|e| format!("{}: {e}", path.display()))?;
-    kwok::Kwok::start(&kwok::kwok_bin(cache_dir), &path, dir, "kwok-cleanup.log")
-        .await
-        .map_err(|e| e.to_string())
 }
