@@ -56,7 +56,7 @@ fn main() {
         "oos",
         "deleted p50/all",
         "detached p50/all",
-        "ready p50/all",
+        "running p50/all",
         "reaction p50/p99/max"
     );
     for r in &runs {
@@ -67,12 +67,12 @@ fn main() {
                 .cloned()
         };
         let all = |m: &str| match fig(m) {
-            Some(f) if f["reached"] == f["of"] => secs(&f["maxMs"]),
+            Some(f) if f["reached"] == f["of"] => secs(&f["spread"]["maxMs"]),
             Some(f) => format!("{}/{}", f["reached"], f["of"]),
             None => "-".into(),
         };
         let both = |m: &str| match fig(m) {
-            Some(f) => format!("{}/{}", secs(&f["p50Ms"]), all(m)),
+            Some(f) => format!("{}/{}", secs(&f["spread"]["p50Ms"]), all(m)),
             None => "-".into(),
         };
         let t = &r["taintReaction"];

@@ -122,12 +122,16 @@ pub fn load_sheet(path: &Path) -> Result<crate::report::sheet::Sheet, StoreError
     };
     let sheet: crate::report::sheet::Sheet = serde_json::from_str(&text)
         .map_err(|e| invalid(format!("not a qualification sheet: {e}")))?;
-    let computed = crate::report::sheet::digest(&sheet);
-    if computed != sheet.digest {
+    // Checked on the bytes as written, not on what this nodedown reads of them.
+    let Some((recorded, computed)) = crate::report::sheet::digest_of_text(&text) else {
+        return Err(invalid(
+            "it has no digest: not a sheet `nodedown qualify` wrote".into(),
+        ));
+    };
+    if computed != recorded {
         return Err(invalid(format!(
-            "its content does not match its digest (recorded {}, computed {computed}): it was \
-             changed after `nodedown qualify` wrote it; use the sheet as it was made",
-            sheet.digest
+            "its content does not match its digest (recorded {recorded}, computed {computed}): it was \
+             changed after `nodedown qualify` wrote it; use the sheet as it was made"
         )));
     }
     Ok(sheet)

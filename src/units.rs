@@ -53,6 +53,11 @@ pub fn fmt_duration(d: Duration) -> String {
     out
 }
 
+/// [`fmt_ms`] of a figure that may be absent: `—` for none (nothing observed is not zero).
+pub fn fmt_opt_ms(ms: Option<u64>) -> String {
+    ms.map(fmt_ms).unwrap_or_else(|| "—".into())
+}
+
 /// Milliseconds of a duration, saturating.
 pub fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -79,29 +84,41 @@ pub fn percentile(values: &[u64], p: u32) -> Option<u64> {
     Some(v[rank.clamp(1, v.len()) - 1])
 }
 
-/// How a measurement spread over repetitions.
+/// How a duration spread over what measured it — a variant's runs, a sheet row's runs, a
+/// fleet's instances, a simulated run's nodes or instances: nodedown's one distribution type,
+/// every figure by the one percentile rule ([`percentile`], nearest rank; the p50 is
+/// [`median`]), all in milliseconds, made by [`spread`] alone. `p50Ms` and `maxMs` are in every
+/// record; `minMs`, `p90Ms` and `p99Ms` are absent only in records written before this type
+/// kept them all (qualification sheets had no min or p99, simulated curves' taint reaction no
+/// min or p90, run summaries no p99), never zero for "not kept".
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "camelCase")]
 pub struct Spread {
-    /// How many runs measured it.
+    /// How many values it is over.
     pub count: usize,
-    pub min: u64,
-    pub median: u64,
-    /// Nearest-rank 90th percentile.
-    pub p90: u64,
-    pub max: u64,
+    #[serde(default, alias = "min", skip_serializing_if = "Option::is_none")]
+    pub min_ms: Option<u64>,
+    #[serde(alias = "median")]
+    pub p50_ms: u64,
+    #[serde(default, alias = "p90", skip_serializing_if = "Option::is_none")]
+    pub p90_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ms: Option<u64>,
+    #[serde(alias = "max")]
+    pub max_ms: u64,
 }
 
 /// The spread of `values`; `None` for no values (nothing measured is not zero).
 pub fn spread(values: &[u64]) -> Option<Spread> {
     Some(Spread {
         count: values.len(),
-        min: *values.iter().min()?,
-        median: median(values)?,
-        p90: percentile(values, 90)?,
-        max: *values.iter().max()?,
+        min_ms: Some(*values.iter().min()?),
+        p50_ms: median(values)?,
+        p90_ms: percentile(values, 90),
+        p99_ms: percentile(values, 99),
+        max_ms: *values.iter().max()?,
     })
 }
 
@@ -211,12 +228,45 @@ mod tests {
             spread(&[30, 10, 20, 40]),
             Some(Spread {
                 count: 4,
-                min: 10,
-                median: 20,
-                p90: 40,
-                max: 40
+                min_ms: Some(10),
+                p50_ms: 20,
+                p90_ms: Some(40),
+                p99_ms: Some(40),
+                max_ms: 40
             })
         );
         assert_eq!(spread(&[]), None);
+        let hundred: Vec<u64> = (1..=100).rev().collect();
+        let s = spread(&hundred).unwrap();
+        assert_eq!((s.p50_ms, s.p90_ms, s.p99_ms), (50, Some(90), Some(99)));
+    }
+
+    /// Synthetic records in the shapes nodedown wrote before the one distribution type: a run
+    /// summary's (`min`, `median`, `p90`, `max`), a sheet row's (no min, no p99) and a curve's
+    /// taint reaction (no min, no p90) all read, the figures they lack absent.
+    #[test]
+    fn spreads_written_before_the_one_type_read_with_what_they_lack_absent() {
+        let summary: Spread =
+            serde_json::from_str(r#"{"count":3,"min":1,"median":2,"p90":3,"max":3}"#).unwrap();
+        assert_eq!(
+            (
+                summary.min_ms,
+                summary.p50_ms,
+                summary.p90_ms,
+                summary.p99_ms
+            ),
+            (Some(1), 2, Some(3), None)
+        );
+        let row: Spread =
+            serde_json::from_str(r#"{"count":3,"p50Ms":2,"p90Ms":3,"maxMs":3}"#).unwrap();
+        assert_eq!((row.min_ms, row.p99_ms, row.max_ms), (None, None, 3));
+        let reaction: Spread =
+            serde_json::from_str(r#"{"count":20,"p50Ms":31,"p99Ms":127,"maxMs":127}"#).unwrap();
+        assert_eq!((reaction.p90_ms, reaction.p99_ms), (None, Some(127)));
+        assert_eq!(
+            serde_json::to_string(&row).unwrap(),
+            r#"{"count":3,"p50Ms":2,"p90Ms":3,"maxMs":3}"#,
+            "written back as it was read"
+        );
     }
 }

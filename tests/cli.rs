@@ -151,7 +151,7 @@ fn compare_exit_codes() {
         run["metrics"]["time-to-ready"] = (ms * 2).into();
     }
     for var in v["experiments"][0]["variants"].as_array_mut().unwrap() {
-        for k in ["min", "median", "p90", "max"] {
+        for k in ["minMs", "p50Ms", "p90Ms", "p99Ms", "maxMs"] {
             let ms = var["metrics"]["time-to-ready"][k].as_u64().unwrap();
             var["metrics"]["time-to-ready"][k] = (ms * 2).into();
         }

@@ -331,10 +331,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
                 .into_iter()
                 .map(|s| FleetMetricResult {
                     metric: s.metric.name().to_string(),
-                    count: s.count,
-                    p50_ms: s.p50,
-                    p90_ms: s.p90,
-                    max_ms: s.max,
+                    spread: s.spread,
                     max_instance: s.max_instance,
                 })
                 .collect(),
@@ -779,9 +776,18 @@ mod tests {
             .filter(|r| r.variant == "force-delete")
             .map(|r| r.metrics["time-to-ready"])
             .collect();
-        assert_eq!(ready.min, *values.iter().min().unwrap());
-        assert_eq!(ready.max, *values.iter().max().unwrap());
-        assert_eq!(ready.p90, ready.max, "nearest rank of two values");
+        assert_eq!(ready.min_ms, values.iter().min().copied());
+        assert_eq!(ready.max_ms, *values.iter().max().unwrap());
+        assert_eq!(
+            ready.p90_ms,
+            Some(ready.max_ms),
+            "nearest rank of two values"
+        );
+        assert_eq!(
+            ready.p50_ms,
+            *values.iter().min().unwrap(),
+            "the lower middle value"
+        );
         // A metric no run measured is absent, not zero.
         let baseline = &exp.variants[1];
         assert!(!baseline.metrics.contains_key("time-to-ready"));

@@ -333,12 +333,12 @@ fn delta(name: &str, vb: &[u64], vc: &[u64], t: Tolerance, opts: &Options) -> Me
     let (sb, sc) = (crate::units::spread(vb), crate::units::spread(vc));
     let (change_percent, p_value, change, beyond) = match (sb, sc) {
         (Some(sb), Some(sc)) => {
-            let pct = (sb.median > 0)
-                .then(|| (sc.median as f64 - sb.median as f64) * 100.0 / sb.median as f64);
-            let beyond = sc.median > t.limit(sb.median);
+            let pct = (sb.p50_ms > 0)
+                .then(|| (sc.p50_ms as f64 - sb.p50_ms as f64) * 100.0 / sb.p50_ms as f64);
+            let beyond = sc.p50_ms > t.limit(sb.p50_ms);
             let p = super::stats::mann_whitney_p(vb, vc);
             let change = if super::stats::min_p_value(vb.len(), vc.len()) > opts.alpha {
-                if sc.median == sb.median {
+                if sc.p50_ms == sb.p50_ms {
                     Change::Same
                 } else {
                     Change::CannotTell
@@ -346,7 +346,7 @@ fn delta(name: &str, vb: &[u64], vc: &[u64], t: Tolerance, opts: &Options) -> Me
             } else {
                 match p {
                     Some(p) if p < opts.alpha && beyond => Change::Worse,
-                    Some(p) if p < opts.alpha && sc.median < sb.median => Change::Better,
+                    Some(p) if p < opts.alpha && sc.p50_ms < sb.p50_ms => Change::Better,
                     _ => Change::Same,
                 }
             };
@@ -536,11 +536,11 @@ fn describe(d: &MetricDelta, runs: (usize, usize)) -> String {
         (Some(b), Some(c)) if d.tolerance == "any" => {
             format!(
                 "{} → {}",
-                value_word(&d.metric, b.median),
-                value_word(&d.metric, c.median)
+                value_word(&d.metric, b.p50_ms),
+                value_word(&d.metric, c.p50_ms)
             )
         }
-        (Some(b), Some(c)) => format!("{} → {}", fmt_ms(b.median), fmt_ms(c.median)),
+        (Some(b), Some(c)) => format!("{} → {}", fmt_ms(b.p50_ms), fmt_ms(c.p50_ms)),
         _ => String::new(),
     };
     let why = match d.change {
@@ -581,12 +581,12 @@ fn cell(s: Option<Spread>) -> String {
     match s {
         Some(s) if s.count > 1 => format!(
             "{} (n={}, {}–{})",
-            fmt_ms(s.median),
+            fmt_ms(s.p50_ms),
             s.count,
-            fmt_ms(s.min),
-            fmt_ms(s.max)
+            crate::units::fmt_opt_ms(s.min_ms),
+            fmt_ms(s.max_ms)
         ),
-        Some(s) => format!("{} (n=1)", fmt_ms(s.median)),
+        Some(s) => format!("{} (n=1)", fmt_ms(s.p50_ms)),
         None => "—".into(),
     }
 }

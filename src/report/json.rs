@@ -2,12 +2,16 @@
 
 use super::{Report, SCHEMA_VERSION};
 
+/// The schema versions this nodedown reads: its own, and version 2, whose spreads
+/// (`{count, min, median, p90, max}`) read as the one distribution type without their p99.
+pub const READS: [u32; 2] = [2, SCHEMA_VERSION];
+
 #[derive(Debug, thiserror::Error)]
 pub enum JsonError {
     #[error("not a nodedown results file: {0}")]
     Parse(#[source] serde_json::Error),
     #[error(
-        "results file has schema version {found}, this nodedown reads version {SCHEMA_VERSION}; \
+        "results file has schema version {found}, this nodedown reads versions 2 and {SCHEMA_VERSION}; \
          re-render it from its run directories (`nodedown report <run dir>`) or use a matching \
          nodedown"
     )]
@@ -27,7 +31,7 @@ pub fn to_string(report: &Report) -> String {
 pub fn from_str(text: &str) -> Result<Report, JsonError> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(JsonError::Parse)?;
     match value.get("schemaVersion").and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+        Some(v) if READS.iter().any(|r| u64::from(*r) == v) => {}
         Some(found) => return Err(JsonError::SchemaVersion { found }),
         None => return Err(JsonError::NoSchemaVersion),
     }
@@ -44,7 +48,7 @@ mod tests {
         let report = golden_report();
         let text = to_string(&report);
         assert!(text.ends_with("}\n"));
-        assert!(text.contains("\"schemaVersion\": 2"));
+        assert!(text.contains(&format!("\"schemaVersion\": {SCHEMA_VERSION}")));
         assert!(text.contains("\"time-to-ready\": 39700"));
         let back = from_str(&text).unwrap();
         assert_eq!(back, report);
@@ -65,10 +69,60 @@ mod tests {
         assert_eq!(baseline["verdict"], "pass");
     }
 
+    /// Synthetic: the golden report written as version 2 wrote it (spreads `{count, min,
+    /// median, p90, max}`) still reads, every figure the same and the p99 it never had absent.
+    #[test]
+    fn a_version_2_file_still_reads() {
+        let report = golden_report();
+        let mut v: serde_json::Value = serde_json::from_str(&to_string(&report)).unwrap();
+        v["schemaVersion"] = 2.into();
+        let mut spreads = 0;
+        for e in v["experiments"].as_array_mut().unwrap() {
+            for var in e["variants"].as_array_mut().unwrap() {
+                for (_, s) in var["metrics"].as_object_mut().unwrap() {
+                    let s = s.as_object_mut().unwrap();
+                    for (new, old) in [
+                        ("minMs", "min"),
+                        ("p50Ms", "median"),
+                        ("p90Ms", "p90"),
+                        ("maxMs", "max"),
+                    ] {
+                        let x = s.remove(new).unwrap();
+                        s.insert(old.into(), x);
+                    }
+                    s.remove("p99Ms");
+                    spreads += 1;
+                }
+            }
+        }
+        assert!(spreads > 0, "the golden report has variant spreads");
+        let back = from_str(&v.to_string()).unwrap();
+        let (a, b) = (
+            &back.experiments[0].variants[0],
+            &report.experiments[0].variants[0],
+        );
+        for (name, s) in &a.metrics {
+            let want = b.metrics[name];
+            assert_eq!(
+                (s.count, s.min_ms, s.p50_ms, s.p90_ms, s.max_ms),
+                (
+                    want.count,
+                    want.min_ms,
+                    want.p50_ms,
+                    want.p90_ms,
+                    want.max_ms
+                )
+            );
+            assert_eq!(s.p99_ms, None);
+        }
+    }
+
     #[test]
     fn wrong_schema_or_garbage_is_refused() {
-        let text =
-            to_string(&golden_report()).replace("\"schemaVersion\": 2", "\"schemaVersion\": 99");
+        let text = to_string(&golden_report()).replace(
+            &format!("\"schemaVersion\": {SCHEMA_VERSION}"),
+            "\"schemaVersion\": 99",
+        );
         assert!(matches!(
             from_str(&text),
             Err(JsonError::SchemaVersion { found: 99 })

@@ -551,9 +551,9 @@ fn fleets(out: &mut String, runs: &[RunResult]) {
             .map(|m| {
                 format!(
                     "; time-to-ready p50 {} · p90 {} · max {} ({})",
-                    crate::units::fmt_ms(m.p50_ms),
-                    crate::units::fmt_ms(m.p90_ms),
-                    crate::units::fmt_ms(m.max_ms),
+                    crate::units::fmt_ms(m.spread.p50_ms),
+                    crate::units::fmt_opt_ms(m.spread.p90_ms),
+                    crate::units::fmt_ms(m.spread.max_ms),
                     m.max_instance
                 )
             })
@@ -718,8 +718,9 @@ fn aggregate(runs: &[&RunResult], metric: Metric) -> String {
     let Some(spread) = crate::units::spread(&values) else {
         return "—".to_string();
     };
-    let mut s = fmt_ms(spread.median);
-    let (min, max) = (fmt_ms(spread.min), fmt_ms(spread.max));
+    let mut s = fmt_ms(spread.p50_ms);
+    let max = fmt_ms(spread.max_ms);
+    let min = crate::units::fmt_opt_ms(spread.min_ms);
     if min != max {
         let _ = write!(s, " ({min}–{max})");
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 pub use crate::verdict::{ExpectationResult, Verdict};
 
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -264,16 +264,14 @@ pub struct PhaseWindowResult {
     pub per_second: Option<f64>,
 }
 
-/// One metric over a fleet's instances (nearest-rank percentiles).
+/// One metric over a fleet's instances: its spread (the one distribution type; `count`: how
+/// many instances have it) and the instance with the largest value.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FleetMetricResult {
     pub metric: String,
-    /// How many instances have it.
-    pub count: usize,
-    pub p50_ms: u64,
-    pub p90_ms: u64,
-    pub max_ms: u64,
+    #[serde(flatten)]
+    pub spread: crate::units::Spread,
     /// The instance with the largest value.
     pub max_instance: String,
 }

@@ -5,7 +5,7 @@
 
 use super::{Report, RunResult, Verdict};
 use crate::timeline::{breakdown, Metric, Segment};
-use crate::units::{fmt_ms, percentile};
+use crate::units::fmt_ms;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
@@ -30,15 +30,8 @@ impl RowVerdict {
     }
 }
 
-/// p50 / p90 / max of a metric over a row's runs (nearest rank), and how many had it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Spread {
-    pub count: usize,
-    pub p50_ms: u64,
-    pub p90_ms: u64,
-    pub max_ms: u64,
-}
+/// A row's time-to-ready over its runs: the one distribution type.
+pub use crate::units::Spread;
 
 /// One segment of where the time went, the median over the row's recovered runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -248,14 +241,7 @@ fn decide(mut row: SheetRow, runs: &[&RunResult]) -> SheetRow {
         .iter()
         .filter_map(|r| r.metrics.get(Metric::TimeToReady.name()).copied())
         .collect();
-    row.time_to_ready = (|| {
-        Some(Spread {
-            count: ready.len(),
-            p50_ms: percentile(&ready, 50)?,
-            p90_ms: percentile(&ready, 90)?,
-            max_ms: *ready.iter().max()?,
-        })
-    })();
+    row.time_to_ready = crate::units::spread(&ready);
     let parts: Vec<Vec<crate::timeline::Part>> =
         runs.iter().map(|r| breakdown(&r.metrics)).collect();
     row.where_the_time_went = Segment::ALL
@@ -282,7 +268,7 @@ fn ready_cell(r: &SheetRow) -> String {
             format!(
                 "{} / {} / {}",
                 fmt_ms(s.p50_ms),
-                fmt_ms(s.p90_ms),
+                crate::units::fmt_opt_ms(s.p90_ms),
                 fmt_ms(s.max_ms)
             )
         })
@@ -291,14 +277,73 @@ fn ready_cell(r: &SheetRow) -> String {
 
 /// SHA-256 (hex) of the sheet's JSON with an empty digest.
 pub fn digest(sheet: &Sheet) -> String {
+    let text = serde_json::to_string(sheet).expect("a sheet serializes");
+    digest_of_text(&text)
+        .expect("a serialized sheet has one digest")
+        .1
+}
+
+/// The digest a sheet's JSON text records and the one its content has: SHA-256 (hex) of the
+/// text without the whitespace between tokens and with the digest's value emptied — so a
+/// sheet is checked by its own bytes, whatever nodedown's model reads from it (a sheet made
+/// before a field was added verifies as it was made). `None` when the text has no single
+/// top-level `"digest"` string.
+pub fn digest_of_text(text: &str) -> Option<(String, String)> {
     use sha2::{Digest, Sha256};
-    let mut copy = sheet.clone();
-    copy.digest = String::new();
-    let text = serde_json::to_string(&copy).expect("a sheet serializes");
-    Sha256::digest(text.as_bytes())
+    // Without insignificant whitespace: `serde_json::to_string`'s form of the same value.
+    let mut compact = String::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    // Where each top-level key starts (depth 1), to find `"digest"` among them only.
+    let (mut depth, mut key_starts) = (0usize, Vec::new());
+    let mut expect_key = false;
+    for c in text.chars() {
+        if in_string {
+            compact.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            ' ' | '\n' | '\r' | '\t' => continue,
+            '"' => {
+                if depth == 1 && expect_key {
+                    key_starts.push(compact.len());
+                }
+                in_string = true;
+                expect_key = false;
+            }
+            // Depth 1 is inside the sheet's own object: a key follows its `{` or a `,` there.
+            '{' | '[' => {
+                depth += 1;
+                expect_key = depth == 1 && c == '{';
+            }
+            '}' | ']' => depth = depth.saturating_sub(1),
+            ',' => expect_key = depth == 1,
+            _ => {}
+        }
+        compact.push(c);
+    }
+    const KEY: &str = "\"digest\":\"";
+    let mut found = key_starts
+        .iter()
+        .filter(|&&at| compact[at..].starts_with(KEY));
+    let (at, None) = (*found.next()?, found.next()) else {
+        return None;
+    };
+    let value_start = at + KEY.len();
+    let value_len = compact[value_start..].find('"')?;
+    let recorded = compact[value_start..value_start + value_len].to_string();
+    compact.replace_range(value_start..value_start + value_len, "");
+    let computed = Sha256::digest(compact.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
-        .collect()
+        .collect();
+    Some((recorded, computed))
 }
 
 /// The sheet as one Markdown page.
@@ -448,7 +493,9 @@ pub fn junit(sheet: &Sheet) -> String {
         ];
         if let Some(t) = &r.time_to_ready {
             props.push(("time-to-ready.p50".into(), t.p50_ms.to_string()));
-            props.push(("time-to-ready.p90".into(), t.p90_ms.to_string()));
+            if let Some(p90) = t.p90_ms {
+                props.push(("time-to-ready.p90".into(), p90.to_string()));
+            }
             props.push(("time-to-ready.max".into(), t.max_ms.to_string()));
         }
         for s in &r.where_the_time_went {
@@ -742,6 +789,37 @@ mod tests {
     use super::*;
 
     use crate::report::fixtures::recorded;
+
+    /// The committed reference sheet (docs/qualification/, a real qualification, made before
+    /// its rows' spread became the one distribution type): its recorded digest is its bytes'
+    /// digest; as read by today's model and written again it has the same digest; pretty or
+    /// compact, the same; one changed byte of content, or a second `digest` key, does not pass.
+    #[test]
+    fn a_sheet_is_checked_by_its_own_bytes() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("docs/qualification/nodedown-attach/sheet.json"),
+        )
+        .unwrap();
+        let (recorded, computed) = digest_of_text(&text).unwrap();
+        assert_eq!(recorded, computed);
+        let sheet: Sheet = serde_json::from_str(&text).unwrap();
+        assert_eq!(digest(&sheet), recorded);
+        let compact = serde_json::to_string(&sheet).unwrap();
+        assert_eq!(
+            digest_of_text(&compact).unwrap(),
+            (recorded.clone(), computed)
+        );
+        let edited = text.replacen("\"pass\"", "\"fail\"", 1);
+        let (r, c) = digest_of_text(&edited).unwrap();
+        assert_eq!(r, recorded);
+        assert_ne!(c, recorded);
+        // A `digest` inside a row is not the sheet's; two at the top are no digest at all.
+        let nested = text.replacen("\"rows\": [", "\"rows\": [{\"digest\": \"x\"},", 1);
+        assert_eq!(digest_of_text(&nested).unwrap().0, recorded);
+        let twice = text.replacen('{', "{\"digest\": \"\",", 1);
+        assert_eq!(digest_of_text(&twice), None);
+    }
 
     /// The recorded replicated runs (real), renamed here as if they were a qualification's
     /// power-off rows; a not-applicable row and a row without runs around them.

@@ -2,7 +2,7 @@
 //! summary page, and the curve over an invocation's runs as Markdown and JUnit. Its figures are
 //! [`crate::timeline::scale`]'s, its verdicts [`crate::verdict::simulated`]'s.
 
-use crate::timeline::scale::{MilestoneFigure, Reaction, ScaleFold, ScaleObservations, Usage};
+use crate::timeline::scale::{MilestoneFigure, ScaleFold, ScaleObservations, Usage};
 use crate::timeline::Event;
 use crate::verdict::{ExpectationResult, Verdict};
 use serde::{Deserialize, Serialize};
@@ -42,7 +42,7 @@ pub struct SimulatedResult {
     #[serde(deserialize_with = "crate::timeline::scale::milestones_compat")]
     pub milestones: Vec<MilestoneFigure>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub taint_reaction: Option<Reaction>,
+    pub taint_reaction: Option<crate::units::Spread>,
     /// Control-plane processes, kwok and nodedown from the fault to the end of the recovery.
     pub cost: Vec<Usage>,
     /// Changes nodedown's watches recorded from the fault on (nodes, pods, claims,
@@ -162,8 +162,8 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
             m.milestone.as_str(),
             m.reached,
             m.of,
-            secs(m.p50_ms),
-            secs(m.max_ms)
+            secs(m.p50_ms()),
+            secs(m.max_ms())
         );
     }
     if let Some(t) = &r.taint_reaction {
@@ -172,7 +172,7 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
             "\nnodedown's taint reaction (NotReady seen → taint applied), {} node(s): p50 {} · p99 {} · max {}",
             t.count,
             secs(Some(t.p50_ms)),
-            secs(Some(t.p99_ms)),
+            secs(t.p99_ms),
             secs(Some(t.max_ms))
         );
     }
@@ -219,7 +219,7 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
             None => "—".into(),
         };
         let both = |m: M| match fig(m) {
-            Some(f) => format!("{} / {}", secs(f.p50_ms), all(m)),
+            Some(f) => format!("{} / {}", secs(f.p50_ms()), all(m)),
             None => "—".into(),
         };
         let cores = |name: &str| {
@@ -250,7 +250,7 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
             both(M::ReplacementRunning),
             r.taint_reaction
                 .as_ref()
-                .map(|t| format!("{} / {}", secs(Some(t.p50_ms)), secs(Some(t.p99_ms))))
+                .map(|t| format!("{} / {}", secs(Some(t.p50_ms)), secs(t.p99_ms)))
                 .unwrap_or_else(|| "—".into()),
             cores("kube-apiserver"),
             cores("etcd"),
@@ -305,7 +305,7 @@ pub fn curve_junit(results: &[SimulatedResult]) -> String {
         for f in &r.milestones {
             let m = f.milestone.as_str();
             props.push((format!("{m}.reached"), format!("{}/{}", f.reached, f.of)));
-            if let Some(v) = f.p50_ms {
+            if let Some(v) = f.p50_ms() {
                 props.push((format!("{m}.p50"), v.to_string()));
             }
             if let Some(v) = f.all_ms() {
@@ -314,7 +314,9 @@ pub fn curve_junit(results: &[SimulatedResult]) -> String {
         }
         if let Some(t) = &r.taint_reaction {
             props.push(("taint-reaction.p50".into(), t.p50_ms.to_string()));
-            props.push(("taint-reaction.p99".into(), t.p99_ms.to_string()));
+            if let Some(p99) = t.p99_ms {
+                props.push(("taint-reaction.p99".into(), p99.to_string()));
+            }
         }
         for c in &r.cost {
             props.push((format!("cost.{}.cores", c.name), format!("{:.3}", c.cores)));
@@ -449,7 +451,7 @@ pub fn compare(
         if let (Some(bf), Some(cf)) = (running(b), running(c)) {
             for (what, x, y) in [
                 ("every replacement running", bf.all_ms(), cf.all_ms()),
-                ("replacement running p50", bf.p50_ms, cf.p50_ms),
+                ("replacement running p50", bf.p50_ms(), cf.p50_ms()),
             ] {
                 if let (Some(x), Some(y)) = (x, y) {
                     if x != y {

@@ -203,11 +203,8 @@ pub fn slowest(timelines: &[(String, Timeline)]) -> Option<usize> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FleetSpread {
     pub metric: Metric,
-    /// How many instances have the metric.
-    pub count: usize,
-    pub p50: u64,
-    pub p90: u64,
-    pub max: u64,
+    /// The one distribution type (`count`: how many instances have the metric).
+    pub spread: crate::units::Spread,
     /// The instance with the largest value (the first of equals).
     pub max_instance: String,
 }
@@ -314,16 +311,13 @@ pub fn fleet_metrics(all: &[(String, Timeline)]) -> FleetMetrics {
                 .filter_map(|(i, (_, t))| t.metric(metric).map(|v| (i, v)))
                 .collect();
             let just: Vec<u64> = values.iter().map(|(_, v)| *v).collect();
-            let (imax, max) = values
+            let (imax, _) = values
                 .iter()
                 .copied()
                 .max_by(|(ia, a), (ib, b)| a.cmp(b).then(ib.cmp(ia)))?;
             Some(FleetSpread {
                 metric,
-                count: values.len(),
-                p50: crate::units::percentile(&just, 50)?,
-                p90: crate::units::percentile(&just, 90)?,
-                max,
+                spread: crate::units::spread(&just)?,
                 max_instance: timelines[imax].0.clone(),
             })
         })
@@ -531,8 +525,13 @@ mod tests {
             .find(|s| s.metric == Metric::TimeToReady)
             .unwrap();
         assert_eq!(
-            (ready.count, ready.p50, ready.p90, ready.max),
-            (3, 24_000, 30_000, 30_000)
+            (
+                ready.spread.count,
+                ready.spread.p50_ms,
+                ready.spread.p90_ms,
+                ready.spread.max_ms
+            ),
+            (3, 24_000, Some(30_000), 30_000)
         );
         assert_eq!(ready.max_instance, "ledger-i2");
         // Deleted at 9.0, 10.0 and 11.0 s: two intervals in 2 s.

@@ -20,6 +20,7 @@
 //! There is no `replacement-ready`: a simulated pod has no container and no readiness probe.
 
 use super::{ConditionStatus, Event, EventKind, Phase, PodPhase};
+use crate::units::Spread;
 use serde::{Deserialize, Serialize};
 
 /// What was seen of one lost node (ms after the fault's time zero).
@@ -142,6 +143,9 @@ where
         reached: usize,
         of: usize,
         #[serde(default)]
+        spread: Option<Spread>,
+        // As curves before the one distribution type wrote a figure: its p50 and max alone.
+        #[serde(default)]
         p50_ms: Option<u64>,
         #[serde(default)]
         max_ms: Option<u64>,
@@ -156,20 +160,32 @@ where
         let milestone = Milestone::from_name(&r.milestone).ok_or_else(|| {
             serde::de::Error::custom(format!("unknown milestone `{}`", r.milestone))
         })?;
+        let spread = match (r.spread, r.p50_ms, r.max_ms) {
+            (Some(s), _, _) => Some(s),
+            (None, Some(p50_ms), Some(max_ms)) => Some(Spread {
+                count: r.reached,
+                min_ms: None,
+                p50_ms,
+                p90_ms: None,
+                p99_ms: None,
+                max_ms,
+            }),
+            _ => None,
+        };
         out.push(MilestoneFigure {
             milestone,
             reached: r.reached,
             of: r.of,
-            p50_ms: r.p50_ms,
-            max_ms: r.max_ms,
+            spread,
         });
     }
     out.sort_by_key(|f| Milestone::ALL.iter().position(|m| *m == f.milestone));
     Ok(out)
 }
 
-/// One milestone over the objects it applies to: how many reached it, and when (nearest-rank
-/// p50 and the last). Absent figures when none reached it: nothing observed is not zero.
+/// One milestone over the objects it applies to: how many reached it, and when (the one
+/// distribution type over those that did). No spread when none reached it: nothing observed is
+/// not zero.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MilestoneFigure {
@@ -177,28 +193,26 @@ pub struct MilestoneFigure {
     pub reached: usize,
     pub of: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p50_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_ms: Option<u64>,
+    pub spread: Option<Spread>,
 }
 
 impl MilestoneFigure {
+    /// Its p50 over the objects that reached it.
+    pub fn p50_ms(&self) -> Option<u64> {
+        self.spread.map(|s| s.p50_ms)
+    }
+
+    /// When the last object that reached it did.
+    pub fn max_ms(&self) -> Option<u64> {
+        self.spread.map(|s| s.max_ms)
+    }
+
     /// Time until every object reached it; absent unless all did.
     pub fn all_ms(&self) -> Option<u64> {
         (self.reached == self.of && self.of > 0)
-            .then_some(self.max_ms)
+            .then(|| self.max_ms())
             .flatten()
     }
-}
-
-/// nodedown's own reaction: from a node seen NotReady to its out-of-service taint applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Reaction {
-    pub count: usize,
-    pub p50_ms: u64,
-    pub p99_ms: u64,
-    pub max_ms: u64,
 }
 
 /// Everything observed in one simulated run.
@@ -249,26 +263,20 @@ impl ScaleObservations {
                     milestone: m,
                     reached: v.len(),
                     of,
-                    p50_ms: crate::units::percentile(&v, 50),
-                    max_ms: v.iter().copied().max(),
+                    spread: crate::units::spread(&v),
                 }
             })
             .collect()
     }
 
     /// nodedown's taint reaction over the nodes it tainted; `None` when it tainted none.
-    pub fn taint_reaction(&self) -> Option<Reaction> {
+    pub fn taint_reaction(&self) -> Option<Spread> {
         let v: Vec<u64> = self
             .nodes
             .iter()
             .filter_map(|n| Some(n.out_of_service_taint_ms?.saturating_sub(n.not_ready_ms?)))
             .collect();
-        Some(Reaction {
-            count: v.len(),
-            p50_ms: crate::units::percentile(&v, 50)?,
-            p99_ms: crate::units::percentile(&v, 99)?,
-            max_ms: *v.iter().max()?,
-        })
+        crate::units::spread(&v)
     }
 
     /// Whether every affected instance has a replacement running with its volume.
@@ -606,7 +614,7 @@ mod tests {
         let get = |m: Milestone| f.iter().find(|x| x.milestone == m).unwrap().clone();
         let nr = get(Milestone::NodeNotReady);
         assert_eq!(
-            (nr.reached, nr.of, nr.p50_ms, nr.max_ms),
+            (nr.reached, nr.of, nr.p50_ms(), nr.max_ms()),
             (2, 2, Some(16_000), Some(18_000))
         );
         assert_eq!(nr.all_ms(), Some(18_000));
@@ -619,7 +627,7 @@ mod tests {
             "i0001's volume never attached"
         );
         assert_eq!(
-            ready.max_ms,
+            ready.max_ms(),
             Some(32_000),
             "the later of running and attached"
         );
@@ -821,6 +829,7 @@ mod tests {
     fn the_taint_reaction_is_from_not_ready_to_the_taint() {
         let r = obs().taint_reaction().unwrap();
         assert_eq!((r.count, r.p50_ms, r.max_ms), (2, 50, 400));
+        assert_eq!((r.min_ms, r.p99_ms), (Some(50), Some(400)));
         let mut none = obs();
         none.nodes
             .iter_mut()
