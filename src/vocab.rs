@@ -45,6 +45,52 @@ impl FaultKind {
     }
 }
 
+/// What is done about the dead node, by kind (the experiment's `remediation.kind`; its
+/// settings are `spec::RemediationSpec`'s): the word results, sheets and curves carry.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum RemediationKind {
+    /// Nothing: what Kubernetes does by itself.
+    None,
+    /// Someone else's remediator, observed.
+    External,
+    OutOfServiceTaint,
+    ForceDeletePod,
+    DeleteNode,
+    DeleteVolumeattachment,
+}
+
+impl RemediationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemediationKind::None => "none",
+            RemediationKind::External => "external",
+            RemediationKind::OutOfServiceTaint => "out-of-service-taint",
+            RemediationKind::ForceDeletePod => "force-delete-pod",
+            RemediationKind::DeleteNode => "delete-node",
+            RemediationKind::DeleteVolumeattachment => "delete-volumeattachment",
+        }
+    }
+}
+
+impl std::fmt::Display for RemediationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Which backend carried out a fault; recorded with every journaled heal.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default, schemars::JsonSchema,

@@ -125,7 +125,9 @@ fn report_rerenders_a_recorded_run_dir() {
     let report = nodedown::report::json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
     let r = &report.experiments[0].runs[0];
     assert_eq!(r.verdict, nodedown::report::Verdict::Pass, "{r:?}");
-    assert!(r.metrics.contains_key("time-to-running"));
+    assert!(r
+        .metrics
+        .contains_key(&nodedown::timeline::Metric::TimeToRunning));
 }
 
 /// `nodedown compare` on a recorded run directory: unchanged against itself (exit 0); a

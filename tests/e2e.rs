@@ -287,13 +287,15 @@ fn node_shutdown_experiment_compares_four_remediations() {
     let runs = &report.experiments[0].runs;
     for r in runs {
         assert!(
-            r.metrics.contains_key("time-to-not-ready"),
+            r.metrics
+                .contains_key(&nodedown::timeline::Metric::TimeToNotReady),
             "{}: NotReady observed",
             r.id
         );
         if r.variant == "none" {
             assert!(
-                !r.metrics.contains_key("time-to-running"),
+                !r.metrics
+                    .contains_key(&nodedown::timeline::Metric::TimeToRunning),
                 "none: no replacement within the timeout"
             );
             assert!(
@@ -302,11 +304,17 @@ fn node_shutdown_experiment_compares_four_remediations() {
             );
         } else {
             assert!(
-                r.metrics["time-to-running"] > r.metrics["time-to-not-ready"],
+                r.metrics[&nodedown::timeline::Metric::TimeToRunning]
+                    > r.metrics[&nodedown::timeline::Metric::TimeToNotReady],
                 "{}",
                 r.id
             );
-            assert!(r.metrics.contains_key("time-to-remediation"), "{}", r.id);
+            assert!(
+                r.metrics
+                    .contains_key(&nodedown::timeline::Metric::TimeToRemediation),
+                "{}",
+                r.id
+            );
             let target = r.target_node.as_ref().unwrap();
             assert_ne!(
                 r.replacement_node.as_ref(),
@@ -1308,7 +1316,11 @@ fn attaching_storage_detaches_with_the_taint_and_multi_attach_blocks_a_force_del
         oos.phases
     );
     assert!(
-        oos.metrics.contains_key("time-to-detach") && oos.metrics.contains_key("time-to-attach")
+        oos.metrics
+            .contains_key(&nodedown::timeline::Metric::TimeToDetach)
+            && oos
+                .metrics
+                .contains_key(&nodedown::timeline::Metric::TimeToAttach)
     );
     assert_eq!(
         oos.integrity.as_ref().map(|i| i.verdict),
@@ -1436,7 +1448,9 @@ fn read_write_many_attaches_to_a_second_node_at_once() {
         .phases
         .iter()
         .any(|p| p.name.name() == "multi-attach-error"));
-    assert!(run.metrics.contains_key("time-to-attach"));
+    assert!(run
+        .metrics
+        .contains_key(&nodedown::timeline::Metric::TimeToAttach));
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 
@@ -1497,10 +1511,12 @@ fn an_external_remediator_is_named_by_its_field_manager() {
     let report = nodedown::report::json::from_str(&text).unwrap();
     let run = &report.experiments[0].runs[0];
     assert_eq!(status.code(), Some(0), "{run:#?}");
-    assert_eq!(run.remediation, "external");
+    assert_eq!(run.remediation.as_str(), "external");
     let detail = run.remediation_detail.as_deref().unwrap_or_default();
     assert!(detail.contains("e2e-remediator"), "{detail}");
-    assert!(run.metrics.contains_key("time-to-remediation"));
+    assert!(run
+        .metrics
+        .contains_key(&nodedown::timeline::Metric::TimeToRemediation));
     assert!(
         unhealthy_nodes().is_empty(),
         "taint removed and node back after the run"
@@ -1620,18 +1636,23 @@ fn a_fleet_on_one_node_recovers_instance_by_instance() {
         assert!(integrity.acknowledged > 0, "{}: acks of its own", i.name);
         for m in ["time-to-detach", "time-to-attach", "time-to-ready"] {
             assert!(
-                i.metrics.contains_key(m),
+                i.metrics
+                    .contains_key(&nodedown::timeline::Metric::from_name(m).unwrap()),
                 "{}: {m} in {:?}",
                 i.name,
                 i.metrics
             );
         }
-        ready.push((i.metrics["time-to-ready"], i.name.clone()));
+        ready.push((
+            i.metrics[&nodedown::timeline::Metric::TimeToReady],
+            i.name.clone(),
+        ));
     }
     let (max, last) = ready.iter().max_by_key(|(ms, _)| *ms).unwrap();
     assert_eq!(all, *max, "time-to-all-ready is the last instance's Ready");
     assert_eq!(
-        oos.metrics["time-to-ready"], all,
+        oos.metrics[&nodedown::timeline::Metric::TimeToReady],
+        all,
         "the run's time-to-ready is the fleet's"
     );
     assert_eq!(

@@ -102,12 +102,12 @@ fn the_recordings_say_what_happened() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs");
     let ns = stored(&root.join("node-shutdown"));
     let none = run(&ns, "node-shutdown/none/1");
-    assert!(none.metrics.contains_key(Metric::TimeToNotReady.name()));
-    assert!(!none.metrics.contains_key(Metric::TimeToRunning.name()));
+    assert!(none.metrics.contains_key(&Metric::TimeToNotReady));
+    assert!(!none.metrics.contains_key(&Metric::TimeToRunning));
     assert!(none.phases.iter().any(|p| p.name == Phase::PodTerminating));
     let oos = run(&ns, "node-shutdown/out-of-service-taint/1");
     assert_eq!(oos.time_zero.as_ref().unwrap().basis, "runtime-die-event");
-    assert!(oos.metrics[Metric::TimeToReady.name()] > oos.metrics[Metric::TimeToNotReady.name()]);
+    assert!(oos.metrics[&Metric::TimeToReady] > oos.metrics[&Metric::TimeToNotReady]);
     assert_eq!(
         oos.integrity.as_ref().unwrap().verdict,
         nodedown::report::Verdict::Pass
@@ -151,8 +151,8 @@ fn the_attaching_storage_recordings_show_detach_attach_and_multi_attach() {
         "{:?}",
         oos.phases
     );
-    assert_eq!(oos.metrics[Metric::TimeToDetach.name()], detached);
-    assert_eq!(oos.metrics[Metric::TimeToAttach.name()], attached);
+    assert_eq!(oos.metrics[&Metric::TimeToDetach], detached);
+    assert_eq!(oos.metrics[&Metric::TimeToAttach], attached);
     assert!(phase(oos, Phase::MultiAttachError).is_none());
     let counters = oos.controller_counters.as_ref().unwrap();
     assert!(
@@ -163,7 +163,7 @@ fn the_attaching_storage_recordings_show_detach_attach_and_multi_attach() {
 
     let none = run(&ad, "attach-detach/none/1");
     assert!(phase(none, Phase::VolumeDetached).is_none());
-    assert!(!none.metrics.contains_key(Metric::TimeToAttach.name()));
+    assert!(!none.metrics.contains_key(&Metric::TimeToAttach));
 
     let fd = run(&ad, "attach-detach/force-delete-pod-first-minute/1");
     let mae = phase(fd, Phase::MultiAttachError).unwrap();
@@ -457,7 +457,7 @@ fn a_fleet_recording_attributes_each_instance_its_own_objects() {
     let mut detaches: Vec<u64> = oos
         .instances
         .iter()
-        .map(|i| i.metrics["time-to-detach"])
+        .map(|i| i.metrics[&nodedown::timeline::Metric::TimeToDetach])
         .collect();
     detaches.sort();
     detaches.dedup();
@@ -466,14 +466,17 @@ fn a_fleet_recording_attributes_each_instance_its_own_objects() {
     let last = oos
         .instances
         .iter()
-        .max_by_key(|i| i.metrics["time-to-ready"])
+        .max_by_key(|i| i.metrics[&nodedown::timeline::Metric::TimeToReady])
         .unwrap();
     assert_eq!(fleet.slowest_instance.as_deref(), Some(last.name.as_str()));
     assert_eq!(
         fleet.time_to_all_ready_ms,
-        Some(last.metrics["time-to-ready"])
+        Some(last.metrics[&nodedown::timeline::Metric::TimeToReady])
     );
-    assert_eq!(oos.metrics["time-to-ready"], last.metrics["time-to-ready"]);
+    assert_eq!(
+        oos.metrics[&nodedown::timeline::Metric::TimeToReady],
+        last.metrics[&nodedown::timeline::Metric::TimeToReady]
+    );
     let fd = run(&report, "fleet/force-delete-10-first-minute/1");
     for i in &fd.instances {
         assert!(
@@ -613,7 +616,9 @@ fn a_replicated_recording_fails_over_one_replica_and_leaves_the_others_undisturb
     );
     assert_eq!(
         oos.fleet.as_ref().unwrap().time_to_all_ready_ms,
-        oos.metrics.get("time-to-ready").copied()
+        oos.metrics
+            .get(&nodedown::timeline::Metric::TimeToReady)
+            .copied()
     );
 }
 

@@ -284,10 +284,10 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
         id: run.id.clone(),
         variant: run.variant.clone(),
         repetition: run.repetition,
-        fault: run.fault.kind.as_str().to_string(),
-        remediation: run.remediation.name().to_string(),
+        fault: run.fault.kind,
+        remediation: run.remediation.kind(),
         remediation_detail: timeline.remediation_detail.clone(),
-        provider: Some(run.cluster.provider.as_str().to_string()),
+        provider: Some(run.cluster.provider),
         profile: run.cluster.config.as_ref().map(|p| p.display().to_string()),
         started: events.first().map(|e| e.wall.clone()),
         duration_ms,
@@ -419,17 +419,14 @@ pub fn summarize(runs: &[RunResult]) -> Vec<VariantSummary> {
         .map(|name| {
             let of: Vec<&RunResult> = runs.iter().filter(|r| r.variant == name).collect();
             let count = |v: crate::verdict::Verdict| of.iter().filter(|r| r.verdict == v).count();
-            let mut metric_names: Vec<&String> = of.iter().flat_map(|r| r.metrics.keys()).collect();
-            metric_names.sort();
-            metric_names.dedup();
-            let metrics = metric_names
+            let metrics = crate::timeline::Metric::ALL
                 .into_iter()
                 .filter_map(|m| {
                     let values: Vec<u64> = of
                         .iter()
-                        .filter_map(|r| r.metrics.get(m).copied())
+                        .filter_map(|r| r.metrics.get(&m).copied())
                         .collect();
-                    crate::units::spread(&values).map(|s| (m.clone(), s))
+                    crate::units::spread(&values).map(|s| (m, s))
                 })
                 .collect();
             let outages: Vec<u64> = of
@@ -645,8 +642,8 @@ mod tests {
         let run = fixtures::oos_run();
         let r = run_result(&run, &events(OOS_TAINT));
         assert_eq!(r.id, "node-shutdown/oos-taint/1");
-        assert_eq!(r.fault, "node-shutdown");
-        assert_eq!(r.remediation, "out-of-service-taint");
+        assert_eq!(r.fault.as_str(), "node-shutdown");
+        assert_eq!(r.remediation.as_str(), "out-of-service-taint");
         assert_eq!(r.profile.as_deref(), Some("kind-configs/fast.yaml"));
         assert_eq!(r.started.as_deref(), Some("2025-06-02T10:15:00.000Z"));
         assert_eq!(r.duration_ms, 68_506);
@@ -657,7 +654,7 @@ mod tests {
             r.phases.last().unwrap().name,
             crate::timeline::Phase::FaultHealed
         );
-        assert_eq!(r.metrics["time-to-ready"], 39_700);
+        assert_eq!(r.metrics[&crate::timeline::Metric::TimeToReady], 39_700);
         assert_eq!(r.error, None);
         assert_eq!(r.verdict, Verdict::Pass);
     }
@@ -768,13 +765,13 @@ mod tests {
         let fd = &exp.variants[2];
         assert_eq!((fd.runs, fd.passed + fd.failed + fd.unknown), (2, 2));
         assert_eq!(fd.pass_rate, fd.passed as f64 / 2.0);
-        let ready = fd.metrics["time-to-ready"];
+        let ready = fd.metrics[&crate::timeline::Metric::TimeToReady];
         assert_eq!(ready.count, 2);
         let values: Vec<u64> = exp
             .runs
             .iter()
             .filter(|r| r.variant == "force-delete")
-            .map(|r| r.metrics["time-to-ready"])
+            .map(|r| r.metrics[&crate::timeline::Metric::TimeToReady])
             .collect();
         assert_eq!(ready.min_ms, values.iter().min().copied());
         assert_eq!(ready.max_ms, *values.iter().max().unwrap());
@@ -790,6 +787,8 @@ mod tests {
         );
         // A metric no run measured is absent, not zero.
         let baseline = &exp.variants[1];
-        assert!(!baseline.metrics.contains_key("time-to-ready"));
+        assert!(!baseline
+            .metrics
+            .contains_key(&crate::timeline::Metric::TimeToReady));
     }
 }

@@ -271,7 +271,7 @@ pub fn spec_changes(baseline: &Report, candidate: &Report) -> Vec<String> {
 pub fn environment_differences(baseline: &Report, candidate: &Report) -> Vec<String> {
     type Prop = (&'static str, fn(&RunResult) -> Option<String>);
     let props: [Prop; 8] = [
-        ("provider", |r| r.provider.clone()),
+        ("provider", |r| r.provider.map(|p| p.as_str().to_string())),
         ("Kubernetes", |r| {
             r.environment.as_ref().and_then(|e| e.kubernetes.clone())
         }),
@@ -433,27 +433,22 @@ pub fn compare(baseline: &Report, candidate: &Report, opts: &Options) -> Compari
                     d.tolerance = "any".into();
                     verdicts.push(d);
                 }
-                // Failover order, then any other metric by name.
-                let order = |n: &str| {
-                    crate::timeline::Metric::ALL
-                        .iter()
-                        .position(|m| m.name() == n)
-                        .unwrap_or(usize::MAX)
-                };
-                let mut names: Vec<&String> = b.metrics.keys().chain(c.metrics.keys()).collect();
-                names.sort_by_key(|n| (order(n), n.to_string()));
+                // Failover order (the metrics' own).
+                let mut names: Vec<crate::timeline::Metric> =
+                    b.metrics.keys().chain(c.metrics.keys()).copied().collect();
+                names.sort();
                 names.dedup();
                 for name in names {
                     let values = |runs: &[&RunResult]| -> Vec<u64> {
                         runs.iter()
-                            .filter_map(|r| r.metrics.get(name).copied())
+                            .filter_map(|r| r.metrics.get(&name).copied())
                             .collect()
                     };
                     let (vb, vc) = (values(rb), values(rc));
                     // Reached or not, per run: a phase the candidate stopped reaching.
                     let reached = |runs: &[&RunResult]| -> Vec<u64> {
                         runs.iter()
-                            .map(|r| u64::from(!r.metrics.contains_key(name.as_str())))
+                            .map(|r| u64::from(!r.metrics.contains_key(&name)))
                             .collect()
                     };
                     if vb.len() * rc.len() > vc.len() * rb.len() {
@@ -469,7 +464,13 @@ pub fn compare(baseline: &Report, candidate: &Report, opts: &Options) -> Compari
                             verdicts.push(d);
                         }
                     }
-                    metrics.push(delta(name, &vb, &vc, opts.tolerances.of(name), opts));
+                    metrics.push(delta(
+                        name.name(),
+                        &vb,
+                        &vc,
+                        opts.tolerances.of(name.name()),
+                        opts,
+                    ));
                 }
                 let outages = |runs: &[&RunResult]| -> Vec<u64> {
                     runs.iter()
@@ -872,7 +873,10 @@ mod tests {
             .map(|(i, f)| {
                 let mut run = one.clone();
                 run.repetition = i as u32 + 1;
-                let ready = run.metrics.get_mut("time-to-ready").unwrap();
+                let ready = run
+                    .metrics
+                    .get_mut(&crate::timeline::Metric::TimeToReady)
+                    .unwrap();
                 *ready = (*ready as f64 * f) as u64;
                 if fail {
                     run.verdict = crate::verdict::Verdict::Fail;

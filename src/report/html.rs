@@ -32,8 +32,8 @@ fn run_section(out: &mut String, r: &RunResult) {
     let _ = writeln!(
         out,
         "<p>fault {} · remediation {} · target {} · replacement {}{}</p>",
-        xml_escape(&r.fault),
-        xml_escape(&r.remediation),
+        xml_escape(r.fault.as_str()),
+        xml_escape(r.remediation.as_str()),
         xml_escape(r.target_node.as_deref().unwrap_or("—")),
         xml_escape(r.replacement_node.as_deref().unwrap_or("—")),
         r.error
@@ -140,7 +140,7 @@ fn instances(out: &mut String, r: &RunResult, svg: &str) {
             badge(i.verdict),
             xml_escape(i.start_node.as_deref().unwrap_or("—")),
             i.metrics
-                .get(Metric::TimeToReady.name())
+                .get(&Metric::TimeToReady)
                 .map_or("—".into(), |ms| fmt_ms(*ms)),
             i.write_outage
                 .as_ref()
@@ -226,7 +226,7 @@ pub fn render(report: &Report) -> String {
                 r##"<tr><td><a href="#{}">{}</a></td><td>{}</td><td>{}</td><td class="outcome">{}{note}</td>"##,
                 xml_escape(&r.id),
                 xml_escape(&r.id),
-                xml_escape(&r.remediation),
+                xml_escape(r.remediation.as_str()),
                 badge(r.verdict),
                 xml_escape(&outcome)
             );
@@ -234,7 +234,7 @@ pub fn render(report: &Report) -> String {
                 let _ = write!(
                     row,
                     "<td>{}</td>",
-                    r.metrics.get(m.name()).map_or("—".into(), |ms| fmt_ms(*ms))
+                    r.metrics.get(&m).map_or("—".into(), |ms| fmt_ms(*ms))
                 );
             }
             let _ = write!(

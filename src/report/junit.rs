@@ -18,7 +18,6 @@
 
 use super::text::{mismatch, unknown_reason, verdict_word};
 use super::{ExperimentResult, Report, RunResult, Verdict};
-use crate::timeline::Metric;
 use crate::units::fmt_ms;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 use std::time::Duration;
@@ -140,12 +139,13 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
     let verdict = verdict_word(run.verdict);
     let mut props: Vec<(String, String)> = vec![
         ("id".into(), run.id.clone()),
-        ("fault".into(), run.fault.clone()),
-        ("remediation".into(), run.remediation.clone()),
+        ("fault".into(), run.fault.to_string()),
+        ("remediation".into(), run.remediation.to_string()),
         ("verdict".into(), verdict.into()),
     ];
+    let provider = run.provider.map(|p| p.as_str().to_string());
     let optional = [
-        ("provider", &run.provider),
+        ("provider", &provider),
         ("profile", &run.profile),
         ("started", &run.started),
         ("target-node", &run.target_node),
@@ -215,17 +215,8 @@ fn test_case(exp: &ExperimentResult, run: &RunResult) -> TestCase {
     for p in &run.phases {
         props.push((format!("phase.{}", p.name), p.at_ms.to_string()));
     }
-    // Known metrics in failover order, then any others by name.
-    let known = Metric::ALL.map(|m| m.name());
-    let ordered = known
-        .iter()
-        .filter_map(|n| run.metrics.get_key_value(*n))
-        .chain(
-            run.metrics
-                .iter()
-                .filter(|(n, _)| !known.contains(&n.as_str())),
-        );
-    for (name, ms) in ordered {
+    // In failover order (the metrics' own).
+    for (name, ms) in &run.metrics {
         props.push((format!("metric.{name}"), ms.to_string()));
     }
     for part in crate::timeline::breakdown(&run.metrics) {

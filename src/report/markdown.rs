@@ -249,7 +249,7 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
         let mut row = format!(
             "| {} | {} | {} | {} |",
             cell(v),
-            cell(&runs[0].remediation),
+            cell(runs[0].remediation.as_str()),
             verdicts(&runs),
             cell(&super::outcome::over(&runs))
         );
@@ -565,7 +565,7 @@ fn fleets(out: &mut String, runs: &[RunResult]) {
             .collect();
         let label = if worst.is_empty() {
             let mut by_ready: Vec<&crate::report::InstanceResult> = r.instances.iter().collect();
-            by_ready.sort_by_key(|i| std::cmp::Reverse(i.metrics.get(Metric::TimeToReady.name())));
+            by_ready.sort_by_key(|i| std::cmp::Reverse(i.metrics.get(&Metric::TimeToReady)));
             worst = by_ready.into_iter().take(3).collect();
             "slowest"
         } else {
@@ -577,7 +577,7 @@ fn fleets(out: &mut String, runs: &[RunResult]) {
             .map(|i| {
                 let ready = i
                     .metrics
-                    .get(Metric::TimeToReady.name())
+                    .get(&Metric::TimeToReady)
                     .map_or("not Ready".to_string(), |ms| crate::units::fmt_ms(*ms));
                 let integrity = i
                     .integrity
@@ -655,7 +655,7 @@ fn replicas(out: &mut String, r: &RunResult, f: &crate::report::FleetResult) {
             format!("on {on} (not faulted): {served}")
         } else {
             match (
-                i.metrics.get(Metric::TimeToReady.name()),
+                i.metrics.get(&Metric::TimeToReady),
                 i.replacement_node.as_deref(),
             ) {
                 (Some(ms), Some(to)) => format!(
@@ -713,7 +713,7 @@ fn verdicts(runs: &[&RunResult]) -> String {
 fn aggregate(runs: &[&RunResult], metric: Metric) -> String {
     let values: Vec<u64> = runs
         .iter()
-        .filter_map(|r| r.metrics.get(metric.name()).copied())
+        .filter_map(|r| r.metrics.get(&metric).copied())
         .collect();
     let Some(spread) = crate::units::spread(&values) else {
         return "—".to_string();
@@ -827,7 +827,7 @@ mod tests {
             let mut r = golden_report().experiments[0].runs[0].clone();
             r.metrics.clear();
             if let Some(ms) = ms {
-                r.metrics.insert("time-to-ready".into(), ms);
+                r.metrics.insert(Metric::TimeToReady, ms);
             }
             r
         };

@@ -92,7 +92,7 @@ pub struct VariantSummary {
     /// passed / runs.
     pub pass_rate: f64,
     /// Metric name → spread over the runs that measured it.
-    pub metrics: BTreeMap<String, crate::units::Spread>,
+    pub metrics: BTreeMap<crate::timeline::Metric, crate::units::Spread>,
     /// Over the runs whose outage ended while watched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_outage: Option<crate::units::Spread>,
@@ -111,8 +111,8 @@ pub struct RunResult {
     pub id: String,
     pub variant: String,
     pub repetition: u32,
-    pub fault: String,
-    pub remediation: String,
+    pub fault: crate::vocab::FaultKind,
+    pub remediation: crate::vocab::RemediationKind,
     /// What the remediation did, as recorded when it was applied (for `external`: what the
     /// remediator did, and which field manager, where the API names it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -120,7 +120,7 @@ pub struct RunResult {
     /// Where the run happened: `kind`, `k3d` or `existing` (absent in results of nodedown
     /// before k3d).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
+    pub provider: Option<crate::spec::Provider>,
     /// The kind or k3d config file (profile) the cluster was made from, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
@@ -155,7 +155,7 @@ pub struct RunResult {
     pub phases: Vec<PhaseResult>,
     /// Metric name → milliseconds from time zero. A metric whose phase never happened, or was
     /// seen only at the end of a watch gap (see the phase's `sinceMs`), is absent.
-    pub metrics: BTreeMap<String, u64>,
+    pub metrics: BTreeMap<crate::timeline::Metric, u64>,
     /// The ledger's write outage (its own origin: the last acknowledged write before the fault):
     /// of the members the fault took (a replica on an untouched node is not the outage).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -214,7 +214,7 @@ pub struct InstanceResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replacement_node: Option<String>,
     pub phases: Vec<PhaseResult>,
-    pub metrics: BTreeMap<String, u64>,
+    pub metrics: BTreeMap<crate::timeline::Metric, u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_outage: Option<WriteOutage>,
     pub expectations: Vec<ExpectationResult>,

@@ -125,7 +125,7 @@ fn watched_ms(run: &RunResult) -> Option<u64> {
 /// The outcome of `run`.
 pub fn of(run: &RunResult) -> Outcome {
     let faulted = run.phases.iter().any(|p| p.name == Phase::FaultInjected);
-    let ready = run.metrics.get(Metric::TimeToReady.name()).copied();
+    let ready = run.metrics.get(&Metric::TimeToReady).copied();
     let recovered_phase = run.phases.iter().any(|p| p.name == Phase::ReplacementReady);
     let (members_affected, members_recovered) = match &run.fleet {
         Some(f) => {

@@ -239,7 +239,7 @@ fn decide(mut row: SheetRow, runs: &[&RunResult]) -> SheetRow {
     };
     let ready: Vec<u64> = runs
         .iter()
-        .filter_map(|r| r.metrics.get(Metric::TimeToReady.name()).copied())
+        .filter_map(|r| r.metrics.get(&Metric::TimeToReady).copied())
         .collect();
     row.time_to_ready = crate::units::spread(&ready);
     let parts: Vec<Vec<crate::timeline::Part>> =

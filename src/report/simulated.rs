@@ -24,7 +24,7 @@ pub struct SimulatedResult {
     /// volume) placed on them.
     pub lost_nodes: usize,
     pub instances: usize,
-    pub remediation: String,
+    pub remediation: crate::vocab::RemediationKind,
     /// The run's verdict from its expectations ([`crate::verdict::simulated`]): `fail` when one
     /// failed; `unknown` when one could not be decided, when the run has none, or when the run
     /// ended with an error; else `pass`.
@@ -299,7 +299,7 @@ pub fn curve_junit(results: &[SimulatedResult]) -> String {
         let mut props = vec![
             ("lost-nodes".to_string(), r.lost_nodes.to_string()),
             ("instances".to_string(), r.instances.to_string()),
-            ("remediation".to_string(), r.remediation.clone()),
+            ("remediation".to_string(), r.remediation.to_string()),
             ("events".to_string(), r.events_seen.to_string()),
         ];
         for f in &r.milestones {
@@ -663,10 +663,10 @@ pub fn curve_html(results: &[SimulatedResult]) -> String {
     use super::text::xml_escape;
     use crate::timeline::scale::Milestone as M;
     use std::fmt::Write;
-    let mut remediations: Vec<&str> = Vec::new();
+    let mut remediations: Vec<crate::vocab::RemediationKind> = Vec::new();
     for r in results {
-        if !remediations.contains(&r.remediation.as_str()) {
-            remediations.push(&r.remediation);
+        if !remediations.contains(&r.remediation) {
+            remediations.push(r.remediation);
         }
     }
     // A run's time for a milestone: every instance there (None: not all got there).

@@ -203,7 +203,7 @@ impl<'a> Row<'a> {
             id: &r.id,
             verdict: r.verdict,
             label,
-            sub: r.remediation.clone(),
+            sub: r.remediation.to_string(),
             phases: &r.phases,
             outage: r.write_outage.as_ref(),
             height: ROW,

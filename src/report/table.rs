@@ -52,7 +52,7 @@ fn row(run: &RunResult) -> [String; 7] {
         run.id.clone(),
         verdict_text(run.verdict).to_string(),
         run.metrics
-            .get(Metric::TimeToNotReady.name())
+            .get(&Metric::TimeToNotReady)
             .map_or_else(|| "—".to_string(), |ms| fmt_ms(*ms)),
         ready,
         run.write_outage

@@ -417,15 +417,21 @@ pub enum RemediationSpec {
 }
 
 impl RemediationSpec {
-    pub fn name(&self) -> &'static str {
+    /// Its kind, without its settings.
+    pub fn kind(&self) -> crate::vocab::RemediationKind {
+        use crate::vocab::RemediationKind as K;
         match self {
-            RemediationSpec::None => "none",
-            RemediationSpec::External => "external",
-            RemediationSpec::OutOfServiceTaint { .. } => "out-of-service-taint",
-            RemediationSpec::ForceDeletePod { .. } => "force-delete-pod",
-            RemediationSpec::DeleteNode { .. } => "delete-node",
-            RemediationSpec::DeleteVolumeattachment { .. } => "delete-volumeattachment",
+            RemediationSpec::None => K::None,
+            RemediationSpec::External => K::External,
+            RemediationSpec::OutOfServiceTaint { .. } => K::OutOfServiceTaint,
+            RemediationSpec::ForceDeletePod { .. } => K::ForceDeletePod,
+            RemediationSpec::DeleteNode { .. } => K::DeleteNode,
+            RemediationSpec::DeleteVolumeattachment { .. } => K::DeleteVolumeattachment,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.kind().as_str()
     }
     /// The delay after NotReady, when there is an action at all.
     pub fn after(&self) -> Option<Duration> {

@@ -71,14 +71,14 @@ impl Part {
 /// the one before it (a volume detached before its pod was deleted) ends no segment: its time
 /// is part of the next. Empty unless the run recovered (`time-to-ready` observed), so the
 /// parts always add up to `time-to-ready`.
-pub fn breakdown(metrics: &BTreeMap<String, u64>) -> Vec<Part> {
-    if !metrics.contains_key(Metric::TimeToReady.name()) {
+pub fn breakdown(metrics: &BTreeMap<Metric, u64>) -> Vec<Part> {
+    if !metrics.contains_key(&Metric::TimeToReady) {
         return vec![];
     }
     let mut parts = Vec::new();
     let mut at = 0;
     for (segment, metric) in Segment::ALL {
-        let Some(&until) = metrics.get(metric.name()) else {
+        let Some(&until) = metrics.get(&metric) else {
             continue;
         };
         if until < at {
@@ -98,11 +98,8 @@ pub fn breakdown(metrics: &BTreeMap<String, u64>) -> Vec<Part> {
 mod tests {
     use super::*;
 
-    fn metrics(pairs: &[(Metric, u64)]) -> BTreeMap<String, u64> {
-        pairs
-            .iter()
-            .map(|(m, v)| (m.name().to_string(), *v))
-            .collect()
+    fn metrics(pairs: &[(Metric, u64)]) -> BTreeMap<Metric, u64> {
+        pairs.iter().copied().collect()
     }
 
     /// The recorded replicated run's replica (tests/fixtures/runs/replicated, out-of-service

@@ -168,8 +168,22 @@ impl std::fmt::Display for Phase {
     }
 }
 
-/// A duration measured from the fault to a phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A duration measured from the fault to a phase. In results its kebab-case name keys the
+/// metrics maps (`time-to-ready`), which list them in this order: a failover's.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum Metric {
     TimeToNotReady,
     TimeToRemediation,
@@ -343,10 +357,10 @@ impl Timeline {
     }
 
     /// Every metric that has a value, by name.
-    pub fn metrics(&self) -> BTreeMap<String, u64> {
+    pub fn metrics(&self) -> BTreeMap<Metric, u64> {
         Metric::ALL
             .into_iter()
-            .filter_map(|m| self.metric(m).map(|ms| (m.name().to_string(), ms)))
+            .filter_map(|m| self.metric(m).map(|ms| (m, ms)))
             .collect()
     }
 
@@ -935,7 +949,7 @@ pub(crate) mod tests {
             ]
         );
         let m = tl.metrics();
-        let expect: BTreeMap<String, u64> = [
+        let expect: BTreeMap<Metric, u64> = [
             ("time-to-not-ready", 20911),
             ("time-to-remediation", 21300),
             ("time-to-delete", 27908),
@@ -944,7 +958,7 @@ pub(crate) mod tests {
             ("time-to-ready", 39700),
         ]
         .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
+        .map(|(k, v)| (Metric::from_name(k).unwrap(), v))
         .collect();
         assert_eq!(m, expect);
         assert!(tl.recovered());

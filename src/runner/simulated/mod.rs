@@ -311,7 +311,6 @@ impl RunContext {
         partial: Partial,
         error: Option<String>,
     ) -> SimulatedResult {
-        let tainted = matches!(run.remediation, RemediationSpec::OutOfServiceTaint { .. });
         let planned_lost = if run.fault.target.nodes.is_empty() {
             run.fault.target.count.unwrap_or(1) as usize
         } else {
@@ -333,12 +332,7 @@ impl RunContext {
             },
             lost_nodes: partial.lost_nodes.unwrap_or(planned_lost),
             instances: run.workload.instances as usize,
-            remediation: if tainted {
-                "out-of-service-taint"
-            } else {
-                "none"
-            }
-            .into(),
+            remediation: run.remediation.kind(),
             verdict: crate::verdict::Verdict::Unknown,
             expectations: vec![],
             error,
