@@ -6,9 +6,13 @@
 
 use std::time::Duration;
 
-/// A measured time in milliseconds for humans: `0.4s`, `41.2s` below a minute (rounded to
-/// tenths), then `2m03s`, `1h02m03s` (rounded to seconds).
+/// A measured time in milliseconds for humans, always in seconds and up: `0.031s` below a
+/// second (every millisecond shown: nodedown's own reaction, a short write outage), `41.2s`
+/// below a minute (rounded to tenths), then `2m03s`, `1h02m03s` (rounded to seconds).
 pub fn fmt_ms(ms: u64) -> String {
+    if ms < 1000 {
+        return format!("0.{ms:03}s");
+    }
     let tenths = (ms + 50) / 100;
     if tenths < 600 {
         return format!("{}.{}s", tenths / 10, tenths % 10);
@@ -170,8 +174,11 @@ mod tests {
 
     #[test]
     fn fmt_ms_for_humans() {
-        assert_eq!(fmt_ms(0), "0.0s");
-        assert_eq!(fmt_ms(449), "0.4s");
+        assert_eq!(fmt_ms(0), "0.000s");
+        assert_eq!(fmt_ms(31), "0.031s");
+        assert_eq!(fmt_ms(449), "0.449s");
+        assert_eq!(fmt_ms(999), "0.999s");
+        assert_eq!(fmt_ms(1000), "1.0s");
         assert_eq!(fmt_ms(41_249), "41.2s");
         assert_eq!(fmt_ms(41_250), "41.3s");
         assert_eq!(fmt_ms(59_949), "59.9s");

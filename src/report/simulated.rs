@@ -100,7 +100,7 @@ pub struct SimulatedEnvironment {
 
 /// A duration in the one human format ([`crate::units::fmt_ms`]); "—" when not observed.
 fn secs(ms: Option<u64>) -> String {
-    ms.map(crate::units::fmt_ms).unwrap_or_else(|| "—".into())
+    crate::units::fmt_opt_ms(ms)
 }
 
 /// One run's summary page.
