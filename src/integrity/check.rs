@@ -631,8 +631,64 @@ impl<'o> Scan<'o> {
         }
     }
 
+    /// The report of the scanned ledger against the acknowledgements: what was acknowledged and
+    /// lost, the tail classified, the verdict and its reasons.
     fn finish(mut self, acks: &[Ack]) -> IntegrityReport {
         self.close_dup_run();
+        let limits = self.limits();
+        let tracked_all = limits.is_empty();
+        let (mut ack_summary, groups) = self.ack_groups(acks);
+        let (lost, max_acked, max_acked_of) =
+            self.lost_acked(&groups, tracked_all, &mut ack_summary);
+        // Writers involved in split brain, in order of first appearance.
+        let index = &self.index;
+        self.split
+            .writers
+            .sort_by_key(|w| index.get(&w.key()).copied().unwrap_or(NONE));
+        let bad_tail_reason = self.classify_tail(&max_acked_of);
+        let (verdict, reasons) = self.verdict(
+            &lost,
+            &limits,
+            bad_tail_reason,
+            !groups.is_empty(),
+            acks.len(),
+        );
+        let incarnations = self
+            .incs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| IncarnationSummary {
+                incarnation: c.inc.clone(),
+                first_seq: c.first_seq,
+                last_seq: c.last_seq,
+                min_seq: c.min_seq,
+                max_seq: c.max_seq,
+                count: c.count,
+                first_offset: c.first_offset,
+                last_offset: c.last_offset,
+                max_acked_seq: max_acked_of.get(&i).copied(),
+            })
+            .collect();
+        let limits_exceeded = (!limits.is_empty()).then(|| limits.join("; "));
+        IntegrityReport {
+            verdict,
+            reasons,
+            bytes_read: self.bytes_read,
+            records_valid: self.records_valid,
+            incarnations,
+            acks: ack_summary,
+            max_acked,
+            lost_acked: lost,
+            corrupt: self.corrupt,
+            split_brain: self.split,
+            sequence: self.seq,
+            read_error: self.read_error,
+            limits_exceeded,
+        }
+    }
+
+    /// The tracking limits the scan ran into (none: it tracked everything).
+    fn limits(&self) -> Vec<String> {
         let opts = self.opts;
         let mut limits = Vec::new();
         if self.inc_limit_hit {
@@ -647,8 +703,12 @@ impl<'o> Scan<'o> {
                 opts.max_seq_ranges
             ));
         }
+        limits
+    }
 
-        // Acks per incarnation, in the order of first appearance in the ledger, then the rest.
+    /// The acks per incarnation (each sorted by seq), in the order of first appearance in the
+    /// ledger, then the rest; and their count (`ignored`: seq 0).
+    fn ack_groups<'a>(&self, acks: &'a [Ack]) -> (AckSummary, Vec<AckGroup<'a>>) {
         let mut ack_summary = AckSummary {
             count: acks.len() as u64,
             ..Default::default()
@@ -680,12 +740,22 @@ impl<'o> Scan<'o> {
                 g.inc.started_ms,
             )
         });
+        (ack_summary, groups)
+    }
 
-        let tracked_all = limits.is_empty();
+    /// The acknowledged writes missing from the ledger, each incarnation's highest acked seq
+    /// (also by tracked incarnation index); counts the acknowledged writes into `ack_summary`.
+    fn lost_acked(
+        &self,
+        groups: &[AckGroup<'_>],
+        tracked_all: bool,
+        ack_summary: &mut AckSummary,
+    ) -> (LostAcked, Vec<MaxAcked>, HashMap<usize, u64>) {
+        let opts = self.opts;
         let mut lost = LostAcked::default();
         let mut max_acked = Vec::new();
         let mut max_acked_of: HashMap<usize, u64> = HashMap::new();
-        for g in &groups {
+        for g in groups {
             let (min_ack, max_ack) = (g.acks[0].seq, g.acks[g.acks.len() - 1].seq);
             let tracked = self.index.get(&g.key).copied();
             max_acked.push(MaxAcked {
@@ -746,56 +816,66 @@ impl<'o> Scan<'o> {
                 ),
             }
         }
+        (lost, max_acked, max_acked_of)
+    }
 
-        // Writers involved in split brain, in order of first appearance.
-        self.split
-            .writers
-            .sort_by_key(|w| self.index.get(&w.key()).copied().unwrap_or(NONE));
-
-        // The tail: everything after the last valid record.
+    /// Everything after the last valid record: a torn tail is allowed unless the last writer
+    /// acknowledged more than the ledger holds of it (then its torn records count as corrupt,
+    /// and the reason is returned).
+    fn classify_tail(&mut self, max_acked_of: &HashMap<usize, u64>) -> Option<String> {
         let p = std::mem::take(&mut self.pending);
         self.corrupt.partial_tail_bytes = p.partial_bytes;
         self.corrupt.tail_offset = p.first_offset;
         let mut bad_tail_reason = None;
         if self.read_error.is_some() {
             self.corrupt.unclassified = p.zeros + p.torn;
-        } else {
-            let allowed = match self.last_writer {
-                None => true,
-                Some(l) => match max_acked_of.get(&l) {
-                    None => true,
-                    Some(&a) => {
-                        if self.incs[l].max_seq >= a {
-                            true
-                        } else {
-                            bad_tail_reason = Some(format!(
-                                "the last writer {} acknowledged seq {a} but its last record in the ledger is seq {}",
-                                self.incs[l].inc, self.incs[l].max_seq
-                            ));
-                            false
-                        }
-                    }
-                },
-            };
-            self.corrupt.unwritten_tail = p.zeros;
-            if allowed {
-                self.corrupt.allowed_tail = p.torn;
-            } else {
-                self.corrupt.count += p.torn;
-                self.corrupt.in_bad_tail = p.torn;
-            }
-            for mut ex in p.examples {
-                ex.in_allowed_tail = allowed || ex.kind == "all-zero";
-                self.corrupt.examples.push(ex);
-            }
+            return None;
         }
+        let allowed = match self.last_writer {
+            None => true,
+            Some(l) => match max_acked_of.get(&l) {
+                None => true,
+                Some(&a) => {
+                    if self.incs[l].max_seq >= a {
+                        true
+                    } else {
+                        bad_tail_reason = Some(format!(
+                            "the last writer {} acknowledged seq {a} but its last record in the ledger is seq {}",
+                            self.incs[l].inc, self.incs[l].max_seq
+                        ));
+                        false
+                    }
+                }
+            },
+        };
+        self.corrupt.unwritten_tail = p.zeros;
+        if allowed {
+            self.corrupt.allowed_tail = p.torn;
+        } else {
+            self.corrupt.count += p.torn;
+            self.corrupt.in_bad_tail = p.torn;
+        }
+        for mut ex in p.examples {
+            ex.in_allowed_tail = allowed || ex.kind == "all-zero";
+            self.corrupt.examples.push(ex);
+        }
+        bad_tail_reason
+    }
 
-        // Verdict.
+    /// The verdict and its reasons (what failed first, then what left it unknown).
+    fn verdict(
+        &self,
+        lost: &LostAcked,
+        limits: &[String],
+        bad_tail_reason: Option<String>,
+        any_acked: bool,
+        acks_given: usize,
+    ) -> (Verdict, Vec<String>) {
         let mut fail = Vec::new();
         let mut unknown = Vec::new();
         if lost.count > 0 {
-            let text = lost_text(&lost);
-            if self.read_error.is_none() && tracked_all {
+            let text = lost_text(lost);
+            if self.read_error.is_none() && limits.is_empty() {
                 fail.push(text);
             } else {
                 unknown.push(format!(
@@ -835,13 +915,12 @@ impl<'o> Scan<'o> {
         if !limits.is_empty() {
             unknown.push(format!("tracking limits exceeded: {}", limits.join("; ")));
         }
-        if groups.is_empty() {
+        if !any_acked {
             unknown.push(if self.bytes_read == 0 {
                 "the ledger is empty and no write was acknowledged: nothing to check".to_string()
             } else {
                 format!(
-                    "no write was acknowledged (no ack with seq ≥ 1 among {} given): cannot tell whether acknowledged writes survived",
-                    acks.len()
+                    "no write was acknowledged (no ack with seq ≥ 1 among {acks_given} given): cannot tell whether acknowledged writes survived"
                 )
             });
         }
@@ -853,43 +932,7 @@ impl<'o> Scan<'o> {
             Verdict::Pass
         };
         fail.extend(unknown);
-
-        let incarnations = self
-            .incs
-            .iter()
-            .enumerate()
-            .map(|(i, c)| IncarnationSummary {
-                incarnation: c.inc.clone(),
-                first_seq: c.first_seq,
-                last_seq: c.last_seq,
-                min_seq: c.min_seq,
-                max_seq: c.max_seq,
-                count: c.count,
-                first_offset: c.first_offset,
-                last_offset: c.last_offset,
-                max_acked_seq: max_acked_of.get(&i).copied(),
-            })
-            .collect();
-        let limits_exceeded = if limits.is_empty() {
-            None
-        } else {
-            Some(limits.join("; "))
-        };
-        IntegrityReport {
-            verdict,
-            reasons: fail,
-            bytes_read: self.bytes_read,
-            records_valid: self.records_valid,
-            incarnations,
-            acks: ack_summary,
-            max_acked,
-            lost_acked: lost,
-            corrupt: self.corrupt,
-            split_brain: self.split,
-            sequence: self.seq,
-            read_error: self.read_error,
-            limits_exceeded,
-        }
+        (verdict, fail)
     }
 }
 
