@@ -471,7 +471,7 @@ impl schemars::JsonSchema for RemediationSpec {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawRemediation {
-    kind: RemediationKind,
+    kind: crate::vocab::RemediationKind,
     #[serde(default)]
     #[schemars(with = "Option<DurationText>")]
     after: Option<UserDuration>,
@@ -479,19 +479,9 @@ struct RawRemediation {
     fence: Option<bool>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-enum RemediationKind {
-    None,
-    External,
-    OutOfServiceTaint,
-    ForceDeletePod,
-    DeleteNode,
-    DeleteVolumeattachment,
-}
-
 impl From<RawRemediation> for RemediationSpec {
     fn from(raw: RawRemediation) -> Self {
+        use crate::vocab::RemediationKind;
         let after = raw.after.map(|d| d.0).unwrap_or_default();
         match raw.kind {
             RemediationKind::None => RemediationSpec::None,
