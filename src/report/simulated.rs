@@ -4,6 +4,7 @@
 
 use crate::timeline::scale::{MilestoneFigure, ScaleFold, ScaleObservations, Usage};
 use crate::timeline::Event;
+use crate::units::fmt_opt_ms;
 use crate::verdict::{ExpectationResult, Verdict};
 use serde::{Deserialize, Serialize};
 
@@ -98,11 +99,6 @@ pub struct SimulatedEnvironment {
     pub cluster: String,
 }
 
-/// A duration in the one human format ([`crate::units::fmt_ms`]); "—" when not observed.
-fn secs(ms: Option<u64>) -> String {
-    crate::units::fmt_opt_ms(ms)
-}
-
 /// One run's summary page.
 pub fn run_markdown(r: &SimulatedResult) -> String {
     use std::fmt::Write;
@@ -162,8 +158,8 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
             m.milestone.as_str(),
             m.reached,
             m.of,
-            secs(m.p50_ms()),
-            secs(m.max_ms())
+            fmt_opt_ms(m.p50_ms()),
+            fmt_opt_ms(m.max_ms())
         );
     }
     if let Some(t) = &r.taint_reaction {
@@ -171,9 +167,9 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
             out,
             "\nnodedown's taint reaction (NotReady seen → taint applied), {} node(s): p50 {} · p99 {} · max {}",
             t.count,
-            secs(Some(t.p50_ms)),
-            secs(t.p99_ms),
-            secs(Some(t.max_ms))
+            fmt_opt_ms(Some(t.p50_ms)),
+            fmt_opt_ms(t.p99_ms),
+            fmt_opt_ms(Some(t.max_ms))
         );
     }
     let _ = writeln!(
@@ -212,14 +208,14 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
     for r in results {
         let fig = |m: M| r.milestones.iter().find(|f| f.milestone == m);
         let all = |m: M| match fig(m) {
-            Some(f) if f.all_ms().is_some() => secs(f.all_ms()),
+            Some(f) if f.all_ms().is_some() => fmt_opt_ms(f.all_ms()),
             // Nothing to reach it (a run that ended before its fault): not observed.
             Some(f) if f.of == 0 => "—".into(),
             Some(f) => format!("{}/{} only", f.reached, f.of),
             None => "—".into(),
         };
         let both = |m: M| match fig(m) {
-            Some(f) => format!("{} / {}", secs(f.p50_ms()), all(m)),
+            Some(f) => format!("{} / {}", fmt_opt_ms(f.p50_ms()), all(m)),
             None => "—".into(),
         };
         let cores = |name: &str| {
@@ -250,7 +246,7 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
             both(M::ReplacementRunning),
             r.taint_reaction
                 .as_ref()
-                .map(|t| format!("{} / {}", secs(Some(t.p50_ms)), secs(t.p99_ms)))
+                .map(|t| format!("{} / {}", fmt_opt_ms(Some(t.p50_ms)), fmt_opt_ms(t.p99_ms)))
                 .unwrap_or_else(|| "—".into()),
             cores("kube-apiserver"),
             cores("etcd"),

@@ -110,8 +110,7 @@ impl Milestone {
 
     /// The milestone of a name, also as curves written before the milestones took the phases'
     /// names said it (`not-ready`, `pod-deleted`, and `replacement-ready`, which was Running with
-    /// the volume attached: today's `replacement-running`). `None`: a name to drop (the old
-    /// `replacement-running`, kwok's bare Running, when `replacement-ready` is there too).
+    /// the volume attached: today's `replacement-running`). `None`: no milestone is named so.
     fn from_name(name: &str) -> Option<Milestone> {
         match name {
             "not-ready" => Some(Milestone::NodeNotReady),
@@ -151,6 +150,8 @@ where
         max_ms: Option<u64>,
     }
     let raw = Vec::<Raw>::deserialize(d)?;
+    // An old curve (it has `replacement-ready`): its `replacement-running` was kwok's bare
+    // Running, which no milestone is now; dropped.
     let old = raw.iter().any(|r| r.milestone == "replacement-ready");
     let mut out = Vec::new();
     for r in raw {
