@@ -7,7 +7,7 @@
 use super::run::{self, RunArgs};
 use super::{error, EXIT_BAD_INPUT, EXIT_HARNESS};
 use crate::plan::lanes::Parallel;
-use crate::plan::qualify::{matrix, RowBody, Storage};
+use crate::plan::qualify::{file_text, matrix, RowBody, Storage};
 use crate::report::sheet::{self, PlannedRow, SheetEnvironment};
 use clap::Args;
 use std::path::PathBuf;
@@ -348,9 +348,9 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         return EXIT_HARNESS;
     }
     for row in &rows {
-        if let RowBody::Run(text) = &row.body {
+        if let RowBody::Run(exp) = &row.body {
             let file = dir.join(format!("{}.yaml", row.id));
-            if let Err(e) = std::fs::write(&file, text) {
+            if let Err(e) = std::fs::write(&file, file_text(&class, exp)) {
                 error(format!("cannot write {}: {e}", file.display()));
                 return EXIT_HARNESS;
             }
@@ -401,7 +401,7 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         let secs: u64 = rows
             .iter()
             .filter_map(|r| match &r.body {
-                RowBody::Run(text) if picked(r.id) => Some(estimate_secs(text)),
+                RowBody::Run(exp) if picked(r.id) => Some(estimate_secs(exp)),
                 _ => None,
             })
             .sum::<u64>()
@@ -532,14 +532,15 @@ fn context_exists(ctx: &str) -> Result<(), String> {
 /// A rough wall time of one run of a row's experiment, in seconds: ~40 s of setup, steady
 /// state and heal, plus a minute of failover where it should recover, or its whole recovery
 /// timeout where it should not (a run that waits for nothing).
-fn estimate_secs(text: &str) -> u64 {
-    let v: serde_json::Value = serde_saphyr::from_str(text).unwrap_or_default();
-    let timeout = v["timeouts"]["recovery"]
-        .as_str()
-        .and_then(|t| crate::spec::duration::parse(t).ok())
-        .map_or(180, |d| d.as_secs());
-    let recovers = !text.contains("recovered: false");
-    40 + if recovers { timeout.min(60) } else { timeout }
+fn estimate_secs(exp: &crate::spec::Experiment) -> u64 {
+    exp.variant_specs()
+        .iter()
+        .map(|v| {
+            let timeout = v.timeouts.recovery.as_secs();
+            let recovers = v.expect.recovered != Some(false);
+            40 + if recovers { timeout.min(60) } else { timeout }
+        })
+        .sum()
 }
 
 /// The kubeconfig context the runs will use: `--context`, else `kind-<cluster name>`.

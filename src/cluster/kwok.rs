@@ -183,7 +183,8 @@ pub async fn ensure_nodes(
     count: u32,
     driver: &str,
     store: Option<&Path>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, ClusterError> {
+    let api = |what: String| move |source| ClusterError::Api { what, source };
     // The reference driver publishes a volume only to a node its store knows; a kubelet's node
     // plugin registers a real node, nodedown registers a simulated one. Made here when missing:
     // on a fresh machine the driver may not have made its store yet when the nodes are added, and
@@ -191,7 +192,10 @@ pub async fn ensure_nodes(
     let registry = match store {
         Some(store) => {
             let dir = store.join("nodes");
-            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::create_dir_all(&dir).map_err(|source| ClusterError::File {
+                path: dir.clone(),
+                source,
+            })?;
             Some(dir)
         }
         None => None,
@@ -201,7 +205,7 @@ pub async fn ensure_nodes(
     let existing: std::collections::HashSet<String> = nodes
         .list(&kube::api::ListParams::default().labels(&format!("{SIMULATED_LABEL}=true")))
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(api("list the simulated nodes".into()))?
         .items
         .into_iter()
         .filter_map(|n| n.metadata.name)
@@ -210,7 +214,7 @@ pub async fn ensure_nodes(
     let with_csinode: std::collections::HashSet<String> = csinodes
         .list(&kube::api::ListParams::default())
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(api("list CSINodes".into()))?
         .items
         .into_iter()
         .filter_map(|n| n.metadata.name)
@@ -222,17 +226,20 @@ pub async fn ensure_nodes(
             nodes
                 .create(&PostParams::default(), &node_object(i))
                 .await
-                .map_err(|e| format!("node {name}: {e}"))?;
+                .map_err(api(format!("create node {name}")))?;
         }
         if !with_csinode.contains(&name) {
             csinodes
                 .create(&PostParams::default(), &csinode_object(&name, driver))
                 .await
-                .map_err(|e| format!("CSINode {name}: {e}"))?;
+                .map_err(api(format!("create CSINode {name}")))?;
         }
         if let Some(dir) = &registry {
             let file = dir.join(&name);
-            std::fs::write(&file, b"").map_err(|e| format!("{}: {e}", file.display()))?;
+            std::fs::write(&file, b"").map_err(|source| ClusterError::File {
+                path: file.clone(),
+                source,
+            })?;
         }
         names.push(name);
     }

@@ -44,6 +44,14 @@ pub enum ClusterError {
     },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("{}: {source}", .path.display())]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A request to the API server failed (`what`: the request).
+    #[error("{what}: {source}")]
+    Api { what: String, source: kube::Error },
     #[error("{0}")]
     Setup(String),
 }

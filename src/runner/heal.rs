@@ -25,11 +25,41 @@ pub struct Healer {
     pub node_timeout: Duration,
 }
 
+/// A journaled action that could not be undone (`undo`: the action as journaled).
 #[derive(Debug, thiserror::Error)]
-#[error("{undo}: {detail}")]
+#[error("{undo}: {cause}")]
 pub struct HealError {
     pub undo: String,
-    pub detail: String,
+    pub cause: HealFailure,
+}
+
+/// Why an undo failed, or why the runs' namespaces did not go.
+#[derive(Debug, thiserror::Error)]
+pub enum HealFailure {
+    /// The journal could not be read (the file, or a line of it).
+    #[error("{0}")]
+    Journal(String),
+    #[error(
+        "the fault was applied through the {backend} backend, which this invocation cannot reach"
+    )]
+    Unreachable { backend: &'static str },
+    #[error(transparent)]
+    Node(#[from] crate::faults::NodeError),
+    #[error("node {node} not Ready within {}", crate::units::fmt_duration(*.timeout))]
+    NotReady { node: String, timeout: Duration },
+    #[error(transparent)]
+    Remediation(#[from] remediation::RemediationError),
+    #[error("{what}: {source}")]
+    Api { what: String, source: kube::Error },
+    #[error("{left} pod(s) of namespace {namespace} still there after {}s", NAMESPACE_TIMEOUT.as_secs())]
+    PodsLeft { left: usize, namespace: String },
+    #[error("namespaces still terminating after {}s: {}", NAMESPACE_TIMEOUT.as_secs(), .0.join(", "))]
+    NamespacesLeft(Vec<String>),
+    #[error("remove {}: {source}", .path.display())]
+    Remove {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl Healer {
@@ -50,7 +80,7 @@ impl Healer {
                     0,
                     vec![HealError {
                         undo: journal.path().display().to_string(),
-                        detail: e.to_string(),
+                        cause: HealFailure::Journal(e.to_string()),
                     }],
                 );
             }
@@ -64,7 +94,7 @@ impl Healer {
                 tracing::error!("{}: {detail}", journal.path().display());
                 HealError {
                     undo: "journal".into(),
-                    detail,
+                    cause: HealFailure::Journal(detail),
                 }
             })
             .collect();
@@ -99,11 +129,11 @@ impl Healer {
                         tracing::warn!("cannot mark journal entry {id} healed: {e}");
                     }
                 }
-                Err(detail) => {
-                    tracing::error!("heal {undo:?} failed: {detail}");
+                Err(cause) => {
+                    tracing::error!("heal {undo:?} failed: {cause}");
                     errors.push(HealError {
                         undo: format!("{undo:?}"),
-                        detail,
+                        cause,
                     });
                 }
             }
@@ -111,7 +141,7 @@ impl Healer {
         (healed, errors)
     }
 
-    async fn heal(&self, undo: &Undo, recorder: Option<&Recorder>) -> Result<(), String> {
+    async fn heal(&self, undo: &Undo, recorder: Option<&Recorder>) -> Result<(), HealFailure> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let note = |what: EventKind| {
             if let Some(r) = recorder {
@@ -128,16 +158,10 @@ impl Healer {
                     .controls
                     .iter()
                     .find(|c| c.backend() == *backend)
-                    .ok_or_else(|| {
-                        format!(
-                            "the fault was applied through the {} backend, which this invocation cannot reach",
-                            backend.as_str()
-                        )
+                    .ok_or(HealFailure::Unreachable {
+                        backend: backend.as_str(),
                     })?;
-                control
-                    .heal(*fault, node)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                control.heal(*fault, node).await?;
                 note(EventKind::Note {
                     message: format!(
                         "{} undone on {node} through {}; waiting for it Ready",
@@ -156,17 +180,11 @@ impl Healer {
                 // The kubelet re-registers its node when it starts; recreate only if it did not.
                 let deadline = tokio::time::Instant::now() + self.node_timeout;
                 loop {
-                    if remediation::get_node(&nodes, node)
-                        .await
-                        .map_err(|e| e.to_string())?
-                        .is_some()
-                    {
+                    if remediation::get_node(&nodes, node).await?.is_some() {
                         return Ok(());
                     }
                     if tokio::time::Instant::now() >= deadline {
-                        remediation::recreate_node(&nodes, object)
-                            .await
-                            .map_err(|e| e.to_string())?;
+                        remediation::recreate_node(&nodes, object).await?;
                         note(EventKind::RemediationUndone {
                             remediation: "delete-node".into(),
                             node: node.clone(),
@@ -178,10 +196,7 @@ impl Healer {
                 }
             }
             Undo::RemoveTaint { node, key } => {
-                if remediation::remove_taint(&nodes, node, key)
-                    .await
-                    .map_err(|e| e.to_string())?
-                {
+                if remediation::remove_taint(&nodes, node, key).await? {
                     note(EventKind::RemediationUndone {
                         remediation: "out-of-service-taint".into(),
                         node: node.clone(),
@@ -213,16 +228,21 @@ impl Healer {
                     let left = match pods.list(&all).await {
                         Ok(l) => l.items.len(),
                         Err(e) if remediation::is_not_found(&e) => 0,
-                        Err(e) => return Err(e.to_string()),
+                        Err(source) => {
+                            return Err(HealFailure::Api {
+                                what: format!("list the pods of namespace {name}"),
+                                source,
+                            })
+                        }
                     };
                     if left == 0 {
                         break;
                     }
                     if tokio::time::Instant::now() >= deadline {
-                        return Err(format!(
-                            "{left} pod(s) of namespace {name} still there after {}s",
-                            NAMESPACE_TIMEOUT.as_secs()
-                        ));
+                        return Err(HealFailure::PodsLeft {
+                            left,
+                            namespace: name.clone(),
+                        });
                     }
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
@@ -234,28 +254,40 @@ impl Healer {
                 // invocation waits for all of them once at its end (`wait_namespaces_gone`).
                 delete_all::<PersistentVolumeClaim>(c(), name, &background).await?;
                 let api: Api<Namespace> = Api::all(c());
-                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))
+                ignore_missing(
+                    api.delete(name, &DeleteParams::default()).await.map(|_| ()),
+                    format!("delete namespace {name}"),
+                )
             }
             Undo::DeletePersistentVolume { name } => {
                 let api: Api<PersistentVolume> = Api::all(self.client.clone());
-                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))
+                ignore_missing(
+                    api.delete(name, &DeleteParams::default()).await.map(|_| ()),
+                    format!("delete PersistentVolume {name}"),
+                )
             }
             Undo::DeleteStorageClass { name } => {
                 let api: Api<k8s_openapi::api::storage::v1::StorageClass> =
                     Api::all(self.client.clone());
-                ignore_missing(api.delete(name, &DeleteParams::default()).await.map(|_| ()))
+                ignore_missing(
+                    api.delete(name, &DeleteParams::default()).await.map(|_| ()),
+                    format!("delete StorageClass {name}"),
+                )
             }
             Undo::RemoveDir { path } => match std::fs::remove_dir_all(path) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(format!("remove {}: {e}", path.display())),
+                Err(source) => Err(HealFailure::Remove {
+                    path: path.clone(),
+                    source,
+                }),
             },
         }
     }
 }
 
 /// Deletes every object of kind `K` in namespace `ns` (none there, or no namespace: fine).
-async fn delete_all<K>(client: Client, ns: &str, params: &DeleteParams) -> Result<(), String>
+async fn delete_all<K>(client: Client, ns: &str, params: &DeleteParams) -> Result<(), HealFailure>
 where
     K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
         + Clone
@@ -268,14 +300,19 @@ where
             .delete_collection(params, &ListParams::default())
             .await
             .map(|_| ()),
+        format!(
+            "delete the {}s of namespace {ns}",
+            K::kind(&Default::default())
+        ),
     )
 }
 
-fn ignore_missing(r: Result<(), kube::Error>) -> Result<(), String> {
+/// A deletion's result, an object already gone counting as deleted (`what`: the deletion).
+fn ignore_missing(r: Result<(), kube::Error>, what: String) -> Result<(), HealFailure> {
     match r {
         Ok(()) => Ok(()),
         Err(e) if remediation::is_not_found(&e) => Ok(()),
-        Err(e) => Err(e.to_string()),
+        Err(source) => Err(HealFailure::Api { what, source }),
     }
 }
 
@@ -283,7 +320,7 @@ fn ignore_missing(r: Result<(), kube::Error>) -> Result<(), String> {
 /// (label `nodedown.dev/agent-node`) is terminating, at most [`NAMESPACE_TIMEOUT`]; `Err` names
 /// the ones still there (or why they cannot be listed). An invocation leaves nothing of its own
 /// behind when it exits.
-pub async fn wait_namespaces_gone(client: &Client) -> Result<(), String> {
+pub async fn wait_namespaces_gone(client: &Client) -> Result<(), HealFailure> {
     let api: Api<Namespace> = Api::all(client.clone());
     let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
     loop {
@@ -295,7 +332,10 @@ pub async fn wait_namespaces_gone(client: &Client) -> Result<(), String> {
             terminating.extend(
                 api.list(&ListParams::default().labels(label))
                     .await
-                    .map_err(|e| format!("cannot list the runs' namespaces: {e}"))?
+                    .map_err(|source| HealFailure::Api {
+                        what: "cannot list the runs' namespaces".into(),
+                        source,
+                    })?
                     .items
                     .into_iter()
                     .filter(|n| n.metadata.deletion_timestamp.is_some())
@@ -306,11 +346,7 @@ pub async fn wait_namespaces_gone(client: &Client) -> Result<(), String> {
             return Ok(());
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err(format!(
-                "namespaces still terminating after {}s: {}",
-                NAMESPACE_TIMEOUT.as_secs(),
-                terminating.join(", ")
-            ));
+            return Err(HealFailure::NamespacesLeft(terminating));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -382,7 +418,7 @@ pub async fn wait_node_ready(
     nodes: &Api<Node>,
     node: &str,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), HealFailure> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         if let Ok(Some(n)) = nodes.get_opt(node).await {
@@ -391,10 +427,10 @@ pub async fn wait_node_ready(
             }
         }
         if tokio::time::Instant::now() >= deadline {
-            return Err(format!(
-                "node {node} not Ready within {}",
-                crate::units::fmt_duration(timeout)
-            ));
+            return Err(HealFailure::NotReady {
+                node: node.to_string(),
+                timeout,
+            });
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }

@@ -51,6 +51,59 @@ pub enum RunnerError {
     Interrupted(Stop),
 }
 
+/// Why one of a run's steps could not go on. Recorded as the run's error (`run-finished`): the
+/// run is then healed and its outcome is an error (exit 3), whichever variant it is; the
+/// variants say whose the problem is.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The cluster or the workload is not as the run needs it (the cluster not whole, no
+    /// worker to take, the steady state not reached, instances placed elsewhere): the message
+    /// says what and the way out.
+    #[error("{0}")]
+    Precondition(String),
+    /// A request to the API server failed (`what`: the request).
+    #[error("{what}: {source}")]
+    Api { what: String, source: kube::Error },
+    /// An undo could not be journaled: nothing is applied without its undo on disk first.
+    #[error("journal: {0}")]
+    Journal(std::io::Error),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Workload(#[from] crate::workload::WorkloadError),
+    /// The node-control backend could not check or fault a node.
+    #[error(transparent)]
+    Node(#[from] faults::NodeError),
+    /// The fault could not be applied to every node (each node's reason).
+    #[error("inject {fault}: {failures}")]
+    Inject {
+        fault: &'static str,
+        failures: String,
+    },
+    #[error(transparent)]
+    Remediation(#[from] crate::remediation::ApplyError),
+    /// The simulated cluster's nodes could not be made.
+    #[error("simulated nodes: {0}")]
+    Cluster(#[from] crate::cluster::ClusterError),
+    /// The run's own task panicked or was cancelled: a bug of nodedown's.
+    #[error("{0}")]
+    Harness(String),
+}
+
+impl From<crate::remediation::RemediationError> for StepError {
+    fn from(e: crate::remediation::RemediationError) -> StepError {
+        StepError::Remediation(e.into())
+    }
+}
+
+pub(crate) fn api_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> StepError {
+    let what = what.into();
+    move |source| StepError::Api { what, source }
+}
+
 fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunnerError {
     let context = context.into();
     move |source| RunnerError::Io { context, source }
@@ -250,11 +303,11 @@ pub async fn run_one(
     };
     let background = steps.background.clone();
     let mut handle = tokio::spawn(async move { steps.execute().await });
-    let outcome: Result<Result<(), String>, Stop> = tokio::select! {
+    let outcome: Result<Result<(), StepError>, Stop> = tokio::select! {
         joined = &mut handle => Ok(match joined {
             Ok(r) => r,
-            Err(e) if e.is_panic() => Err(format!("harness panic: {e}")),
-            Err(e) => Err(format!("run task ended: {e}")),
+            Err(e) if e.is_panic() => Err(StepError::Harness(format!("harness panic: {e}"))),
+            Err(e) => Err(StepError::Harness(format!("run task ended: {e}"))),
         }),
         signal = interrupt.wait() => {
             // The run's task is stopped and *gone* before the heal begins: abort alone only
@@ -283,7 +336,7 @@ pub async fn run_one(
     }
     let mut error = match &outcome {
         Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.clone()),
+        Ok(Err(e)) => Some(e.to_string()),
         Err(stop) => Some(stop.to_string()),
     };
     if !heal_errors.is_empty() {
@@ -393,7 +446,7 @@ impl Watch {
 
 impl Steps {
     /// The run, as the experiment reads.
-    async fn execute(&self) -> Result<(), String> {
+    async fn execute(&self) -> Result<(), StepError> {
         self.stage(crate::timeline::Stage::Setup);
         self.preflight().await?;
         let (workload, mut watch, acks) = self.setup().await?;
@@ -457,14 +510,14 @@ impl Steps {
     /// replicas, a node each and one more). Waits up to the
     /// heal timeout (the previous run's node may still be coming back), then refuses — unless
     /// `--force`, which records what it overrode.
-    async fn preflight(&self) -> Result<(), String> {
+    async fn preflight(&self) -> Result<(), StepError> {
         let nodes: Api<Node> = Api::all(self.client.clone());
         let deadline = Instant::now() + self.run.timeouts.heal;
         loop {
             let list = nodes
                 .list(&ListParams::default())
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(api_err("list nodes"))?;
             // In a lane: its own nodes and the control plane every lane shares; another lane's
             // node down is that lane's failover, not a degraded cluster.
             let mine: Vec<Node> = match &self.lane {
@@ -493,10 +546,10 @@ impl Steps {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(format!(
+                return Err(StepError::Precondition(format!(
                     "cluster not whole before the run: {}; run `nodedown cleanup <earlier run dir>` or give --force",
                     problems.join("; ")
-                ));
+                )));
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
@@ -505,7 +558,7 @@ impl Steps {
     /// Where the instances go before the fault: with a target zone, its schedulable workers
     /// (by name; the fault takes them all); for a fleet, one node — the first of its lane, else
     /// the first schedulable worker by name; else nowhere in particular.
-    async fn homes(&self) -> Result<Vec<String>, String> {
+    async fn homes(&self) -> Result<Vec<String>, StepError> {
         let target = &self.run.fault.target;
         let zone = target.zone.as_deref();
         if !target.several() && self.run.workload.instances <= 1 {
@@ -520,7 +573,7 @@ impl Steps {
         let list = Api::<Node>::all(self.client.clone())
             .list(&ListParams::default())
             .await
-            .map_err(|e| format!("list nodes: {e}"))?;
+            .map_err(api_err("list nodes"))?;
         let in_zone: Vec<Node> = list
             .items
             .into_iter()
@@ -537,10 +590,10 @@ impl Steps {
         let mut workers = heal::schedulable_workers(&in_zone);
         workers.sort();
         match zone {
-            Some(z) if workers.is_empty() => Err(format!(
+            Some(z) if workers.is_empty() => Err(StepError::Precondition(format!(
                 "no schedulable worker in zone {z} (label {}={z}): label the nodes, or name a zone that has some",
                 crate::spec::ZONE_LABEL
-            )),
+            ))),
             Some(_) => Ok(workers),
             None => several_nodes(target, workers),
         }
@@ -548,7 +601,7 @@ impl Steps {
 
     /// Setup: the workload deployed, its watchers recording, each ledger's acks polled (one
     /// poller per instance, in the order of the instances).
-    async fn setup(&self) -> Result<(Workload, Watch, Vec<observe::AckPoller>), String> {
+    async fn setup(&self) -> Result<(Workload, Watch, Vec<observe::AckPoller>), StepError> {
         let workload = Workload {
             spec: self.run.workload.clone(),
             namespace: namespace_name(&self.run),
@@ -604,8 +657,10 @@ impl Steps {
             let names = crate::spec::members(&workload.spec);
             for name in &names {
                 let dir = store::instance_dir(&self.dir, names.len(), name);
-                std::fs::create_dir_all(&dir)
-                    .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+                std::fs::create_dir_all(&dir).map_err(|source| StepError::Io {
+                    path: dir.clone(),
+                    source,
+                })?;
                 let target = self.instance_pod(name);
                 acks.push(
                     observe::spawn_ack_poller(
@@ -617,7 +672,10 @@ impl Steps {
                         self.recorder.clone(),
                         interval,
                     )
-                    .map_err(|e| format!("creating {}: {e}", store::ACKS_FILE))?,
+                    .map_err(|source| StepError::Io {
+                        path: dir.join(store::ACKS_FILE),
+                        source,
+                    })?,
                 );
             }
         }
@@ -637,7 +695,7 @@ impl Steps {
         watch: &mut Watch,
         workload: &Workload,
         acks: Option<&[observe::AckPoller]>,
-    ) -> Result<Steady, String> {
+    ) -> Result<Steady, StepError> {
         let namespace = workload.namespace.as_str();
         let names = crate::spec::members(&workload.spec);
         let replicated = self.run.workload.replicas > 1;
@@ -682,7 +740,7 @@ impl Steps {
                 .filter(|((t, _), name)| t.serving_pod(**name).is_none())
                 .map(|((_, target), _)| target.as_str())
                 .collect();
-            return Err(format!(
+            return Err(StepError::Precondition(format!(
                 "{who} not Running and Ready within the steady-state timeout ({}){}",
                 fmt_duration(self.run.timeouts.steady_state),
                 if names.len() > 1 {
@@ -690,7 +748,7 @@ impl Steps {
                 } else {
                     String::new()
                 }
-            ));
+            )));
         }
         let serving: Vec<crate::timeline::PodView> = watch
             .fleet
@@ -726,14 +784,14 @@ impl Steps {
             on.sort_unstable();
             on.dedup();
             if on.len() < serving.len() {
-                return Err(format!(
+                return Err(StepError::Precondition(format!(
                     "the replicas do not each have a node of their own: {}",
                     serving
                         .iter()
                         .map(|p| format!("{} on {}", p.name, p.node.as_deref().unwrap_or("?")))
                         .collect::<Vec<_>>()
                         .join(", ")
-                ));
+                )));
             }
         }
         let elsewhere: Vec<String> = serving
@@ -744,10 +802,10 @@ impl Steps {
             .collect();
         if !elsewhere.is_empty() {
             let on = nodes.join(", ");
-            return Err(format!(
+            return Err(StepError::Precondition(format!(
                 "not every instance started where the fault will be ({on}): {} (the preferred node affinity was outweighed; free {on} or use fewer instances)",
                 elsewhere.join(", ")
-            ));
+            )));
         }
         self.controller_counters("before-fault").await;
         // Let the workload write for a moment before the fault: 1 s (at the ledger's pace about
@@ -778,16 +836,17 @@ impl Steps {
 
     /// The backend that carries out `kind` (the one chosen with `--node-control`, else the
     /// first that can).
-    fn control_for(&self, kind: FaultKind) -> Result<Arc<dyn NodeControl>, String> {
+    fn control_for(&self, kind: FaultKind) -> Result<Arc<dyn NodeControl>, StepError> {
         let caps: Vec<_> = self.controls.iter().map(|c| c.capability()).collect();
         faults::choose(&caps, self.fault_backend, kind, self.run.fault.graceful)
             .map(|i| self.controls[i].clone())
+            .map_err(StepError::Precondition)
     }
 
     /// Inject: journal the heal, apply the fault, record time zero from the best evidence. A
     /// zone's nodes are each checked and journaled first, then faulted at the same instant
     /// (one `fault-injected` per node; the first is time zero).
-    async fn inject(&self, steady: &Steady) -> Result<Injected, String> {
+    async fn inject(&self, steady: &Steady) -> Result<Injected, StepError> {
         let kind = self.run.fault.kind;
         let control = self.control_for(kind)?;
         // One reading of the Nodes for every target (the control-plane check, a partition's
@@ -795,7 +854,7 @@ impl Steps {
         let all = Api::<Node>::all(self.client.clone())
             .list(&ListParams::default())
             .await
-            .map_err(|e| format!("list nodes: {e}"))?
+            .map_err(api_err("list nodes"))?
             .items;
         let mut faults = Vec::new();
         for node in &steady.nodes {
@@ -803,15 +862,17 @@ impl Steps {
                 let n = all
                     .iter()
                     .find(|n| n.metadata.name.as_deref() == Some(node.as_str()))
-                    .ok_or_else(|| format!("get node {node}: not found"))?;
+                    .ok_or_else(|| {
+                        StepError::Precondition(format!("get node {node}: not found"))
+                    })?;
                 if remediation::is_control_plane(n) {
-                    return Err(format!(
+                    return Err(StepError::Precondition(format!(
                         "{} runs on {node}, a control-plane node: refusing to fault it (give --allow-control-plane if that is the point)",
                         steady.pod
-                    ));
+                    )));
                 }
             }
-            control.check_node(node).await.map_err(|e| e.to_string())?;
+            control.check_node(node).await?;
             let peers = if kind == FaultKind::NetworkPartition {
                 peer_addresses(&all, node)
             } else {
@@ -822,7 +883,7 @@ impl Steps {
                 let obj = Api::<Pod>::namespaced(self.client.clone(), &ns)
                     .get(&steady.pod)
                     .await
-                    .map_err(|e| format!("get pod {}: {e}", steady.pod))?;
+                    .map_err(api_err(format!("get pod {}", steady.pod)))?;
                 let container_id = obj
                     .status
                     .and_then(|s| s.container_statuses)
@@ -865,7 +926,7 @@ impl Steps {
                         fault: kind,
                         node: fault.node.clone(),
                     })
-                    .map_err(|e| format!("journal: {e}"))?,
+                    .map_err(StepError::Journal)?,
             );
             self.recorder.record(EventKind::FaultInjecting {
                 fault: kind,
@@ -898,7 +959,10 @@ impl Steps {
             );
         }
         if !failed.is_empty() {
-            return Err(format!("inject {}: {}", kind.as_str(), failed.join("; ")));
+            return Err(StepError::Inject {
+                fault: kind.as_str(),
+                failures: failed.join("; "),
+            });
         }
         // A freeze with a duration thaws mid-run, through the backend that froze it.
         let ends = match self.run.fault.duration {
@@ -953,7 +1017,7 @@ impl Steps {
         workload: &Workload,
         steady: &Steady,
         fault: &Injected,
-    ) -> Result<(), String> {
+    ) -> Result<(), StepError> {
         if self.run.remediation == RemediationSpec::External {
             return self.observe_external(watch, fault).await;
         }
@@ -998,7 +1062,7 @@ impl Steps {
     /// (out-of-service taint on the node, old pod deleted, Node deleted, volume detached) and
     /// records it as the remediation, naming who did it where the API says so. A taint it did
     /// not add is journaled for removal at the heal, so the cluster is left whole either way.
-    async fn observe_external(&self, watch: &mut Watch, fault: &Injected) -> Result<(), String> {
+    async fn observe_external(&self, watch: &mut Watch, fault: &Injected) -> Result<(), StepError> {
         let node = fault.node.clone();
         self.progress
             .step("remediate: external (waiting for a remediator that is not nodedown)");
@@ -1044,7 +1108,7 @@ impl Steps {
                         node: node.clone(),
                         key: OUT_OF_SERVICE_KEY.into(),
                     })
-                    .map_err(|e| format!("journal: {e}"))?;
+                    .map_err(StepError::Journal)?;
                 match &tl.out_of_service_by {
                     Some(by) => format!("{OUT_OF_SERVICE_KEY} added to {node} by field manager {by}"),
                     None => format!(
@@ -1074,7 +1138,7 @@ impl Steps {
         pods: &[String],
         node: &str,
         fault: &Injected,
-    ) -> Result<(), String> {
+    ) -> Result<(), StepError> {
         let target = remediation::Target {
             client: &self.client,
             namespace: ns,
@@ -1086,8 +1150,7 @@ impl Steps {
         let applied = remediation::apply(&self.run.remediation, &target, &self.journal, |n| {
             self.note(n)
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
         if let Some(detail) = applied {
             self.recorder.record(EventKind::RemediationApplied {
                 remediation: self.run.remediation.name().into(),
@@ -1188,7 +1251,7 @@ impl Steps {
 fn several_nodes(
     target: &crate::spec::Target,
     workers: Vec<String>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, StepError> {
     let taken: Vec<String> = if !target.nodes.is_empty() {
         let missing: Vec<&str> = target
             .nodes
@@ -1197,11 +1260,11 @@ fn several_nodes(
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
-            return Err(format!(
+            return Err(StepError::Precondition(format!(
                 "fault.target.nodes: {} not schedulable worker(s) of this cluster (those are: {})",
                 missing.join(", "),
                 workers.join(", ")
-            ));
+            )));
         }
         target.nodes.clone()
     } else if let Some(n) = target.count {
@@ -1210,12 +1273,12 @@ fn several_nodes(
         return Ok(workers.into_iter().take(1).collect());
     };
     if workers.len() <= taken.len() {
-        return Err(format!(
+        return Err(StepError::Precondition(format!(
             "the fault would take {} of the {} schedulable worker(s) ({}), leaving none for the replacements: take fewer nodes",
             taken.len(),
             workers.len(),
             workers.join(", ")
-        ));
+        )));
     }
     Ok(taken)
 }
@@ -1328,12 +1391,16 @@ mod tests {
             several_nodes(&target(&[], None), workers()).unwrap(),
             ["w1"]
         );
-        let e = several_nodes(&target(&[], Some(3)), workers()).unwrap_err();
+        let e = several_nodes(&target(&[], Some(3)), workers())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("would take 3 of the 3 schedulable worker(s)"),
             "{e}"
         );
-        let e = several_nodes(&target(&["w1", "cp"], None), workers()).unwrap_err();
+        let e = several_nodes(&target(&["w1", "cp"], None), workers())
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("fault.target.nodes: cp not schedulable worker(s)"),
             "{e}"

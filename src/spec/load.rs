@@ -1285,6 +1285,32 @@ mod tests {
         );
     }
 
+    /// The fields left out when written when they hold their default name that default in the
+    /// schema by hand (schemars cannot see it through `skip_serializing_if`): it must be the
+    /// default a file without them reads as.
+    #[test]
+    fn the_schemas_stated_defaults_are_what_a_file_without_them_reads_as() {
+        let schema = serde_json::to_value(schemars::schema_for!(Experiment)).unwrap();
+        let exp = parse(MINIMAL).unwrap();
+        let read = |field: &str| match field {
+            "cluster" => serde_json::to_value(&exp.cluster).unwrap(),
+            "remediation" => serde_json::to_value(&exp.remediation).unwrap(),
+            "expect" => serde_json::to_value(&exp.expect).unwrap(),
+            _ => serde_json::json!(exp.repeat),
+        };
+        for field in ["cluster", "remediation", "expect", "repeat"] {
+            assert_eq!(
+                schema["properties"][field]["default"],
+                read(field),
+                "{field}"
+            );
+        }
+        let written = serde_json::to_value(&exp).unwrap();
+        for field in ["cluster", "remediation", "expect", "repeat"] {
+            assert!(written.get(field).is_none(), "{field}: left out when default");
+        }
+    }
+
     #[test]
     fn experiments_round_trip_through_json_and_yaml() {
         let exp = parse(&with(

@@ -15,18 +15,22 @@ pub struct Experiment {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
+    #[schemars(extend("default" = {"provider": "kind", "reuse": true}))]
     pub cluster: ClusterSpec,
     pub workload: WorkloadSpec,
     pub fault: FaultSpec,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
+    #[schemars(extend("default" = {"kind": "none"}))]
     pub remediation: RemediationSpec,
     #[serde(default)]
     pub timeouts: Timeouts,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
+    #[schemars(extend("default" = {}))]
     pub expect: Expectations,
     /// How many times each variant runs.
-    #[serde(default = "one")]
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[schemars(extend("default" = 1))]
     pub repeat: u32,
     /// Overrides of the fields above, one run set per variant. A field given in a variant
     /// replaces the experiment's field as a whole (no deep merge). No variants: one implicit
@@ -41,6 +45,12 @@ fn one() -> u32 {
 
 fn is_one(n: &u32) -> bool {
     *n == 1
+}
+
+/// A field left out when written (`nodedown qualify`'s files) because reading it back without
+/// it gives the same value.
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// The name of the implicit variant of an experiment without `variants`.

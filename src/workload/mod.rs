@@ -195,19 +195,19 @@ impl Workload {
     }
 
     /// Creates the namespace, the storage and the controller, journaling each undo first.
-    pub async fn deploy(&self, client: &Client, journal: &Journal) -> Result<(), String> {
+    pub async fn deploy(&self, client: &Client, journal: &Journal) -> Result<(), WorkloadError> {
         let jrec = |u: Undo| {
             journal
                 .record(u)
                 .map(|_| ())
-                .map_err(|e| format!("journal: {e}"))
+                .map_err(WorkloadError::Journal)
         };
         let ns = &self.namespace;
         jrec(Undo::DeleteNamespace { name: ns.clone() })?;
         Api::<Namespace>::all(client.clone())
             .create(&PostParams::default(), &namespace(ns, &self.run_id))
             .await
-            .map_err(|e| format!("create namespace {ns}: {e}"))?;
+            .map_err(api(format!("create namespace {ns}")))?;
         let class = self.spec.storage_class.as_str();
         if class == SHARED_CLASS || class == ATTACH_CLASS {
             // testenv's shared directory: nodedown makes the PersistentVolumes itself.
@@ -233,7 +233,7 @@ impl Workload {
                 jrec(Undo::DeletePersistentVolume { name: name.clone() })?;
                 pvs.create(&PostParams::default(), &pv)
                     .await
-                    .map_err(|e| format!("create PersistentVolume {name}: {e}"))?;
+                    .map_err(api(format!("create PersistentVolume {name}")))?;
             }
         }
         if self.spec.storage_class == LOCAL_CLASS {
@@ -242,7 +242,7 @@ impl Workload {
             let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
                 .list(&Default::default())
                 .await
-                .map_err(|e| format!("list nodes: {e}"))?;
+                .map_err(api("list nodes"))?;
             let pvs: Api<PersistentVolume> = Api::all(client.clone());
             for node in nodes.items.iter().filter(|n| {
                 !crate::observe::is_control_plane(n)
@@ -266,7 +266,7 @@ impl Workload {
                 })?;
                 pvs.create(&PostParams::default(), &pv)
                     .await
-                    .map_err(|e| format!("create PersistentVolume {pv_name}: {e}"))?;
+                    .map_err(api(format!("create PersistentVolume {pv_name}")))?;
             }
         }
         let (spec, image, run_id) = (&self.spec, self.image.as_str(), self.run_id.as_str());
@@ -387,10 +387,9 @@ impl Workload {
         pod: &str,
         serving: Option<&str>,
         dest: &Path,
-    ) -> Result<String, String> {
+    ) -> Result<String, WorkloadError> {
         if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("creating {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
         }
         match self.evidence() {
             Evidence::HostDir(dir) => {
@@ -400,8 +399,8 @@ impl Workload {
                 let (s, t) = (source.clone(), dest.to_path_buf());
                 let copied = tokio::task::spawn_blocking(move || std::fs::copy(&s, &t))
                     .await
-                    .map_err(|e| format!("copying the ledger: {e}"))?
-                    .map_err(|e| format!("copying the ledger {}: {e}", source.display()))?;
+                    .map_err(|e| WorkloadError::Evidence(format!("copying the ledger: {e}")))?
+                    .map_err(io(&source))?;
                 Ok(format!(
                     "ledger collected: {copied} bytes from {}",
                     source.display()
@@ -409,10 +408,10 @@ impl Workload {
             }
             Evidence::PodProxy => {
                 let Some(serving) = serving else {
-                    return Err(format!(
+                    return Err(WorkloadError::Evidence(format!(
                         "ledger not collected: no pod serves the workload now, and storage class {} is read through the serving pod",
                         self.spec.storage_class
-                    ));
+                    )));
                 };
                 let url = format!(
                     "/api/v1/namespaces/{}/pods/{serving}:{LEDGER_PORT}/proxy{}",
@@ -425,13 +424,12 @@ impl Workload {
                 let body = client
                     .request_stream(request)
                     .await
-                    .map_err(|e| format!("GET {url}: {e}"))?;
-                let file = std::fs::File::create(dest)
-                    .map_err(|e| format!("creating {}: {e}", dest.display()))?;
+                    .map_err(api(format!("GET {url}")))?;
+                let file = std::fs::File::create(dest).map_err(io(dest))?;
                 let mut out = futures::io::AllowStdIo::new(file);
                 let copied = futures::io::copy(body, &mut out)
                     .await
-                    .map_err(|e| format!("reading {url}: {e}"))?;
+                    .map_err(|e| WorkloadError::Evidence(format!("reading {url}: {e}")))?;
                 Ok(format!(
                     "ledger collected: {copied} bytes from pod {serving} through the API server ({url})"
                 ))
@@ -507,7 +505,7 @@ pub fn place(pod: &mut k8s_openapi::api::core::v1::PodSpec, nodes: &[String], ho
 }
 
 /// Creates `obj` in namespace `ns`; `what` names its kind in the error.
-async fn create<K>(client: &Client, ns: &str, obj: &K, what: &str) -> Result<(), String>
+async fn create<K>(client: &Client, ns: &str, obj: &K, what: &str) -> Result<(), WorkloadError>
 where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
         + Clone
@@ -520,7 +518,38 @@ where
         .create(&PostParams::default(), obj)
         .await
         .map(|_| ())
-        .map_err(|e| format!("create {what}: {e}"))
+        .map_err(api(format!("create {what}")))
+}
+
+/// Why the workload could not be deployed or its evidence collected.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// A request to the API server failed (`what`: the request, e.g. `create namespace nd-x`).
+    #[error("{what}: {source}")]
+    Api { what: String, source: kube::Error },
+    /// An undo could not be journaled: nothing is created without its undo on disk first.
+    #[error("journal: {0}")]
+    Journal(std::io::Error),
+    #[error("{path}: {source}")]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// The ledger could not be read (its verdict is then unknown).
+    #[error("{0}")]
+    Evidence(String),
+}
+
+fn api(what: impl Into<String>) -> impl FnOnce(kube::Error) -> WorkloadError {
+    let what = what.into();
+    move |source| WorkloadError::Api { what, source }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkloadError + '_ {
+    move |source| WorkloadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// The claim of a Deployment's pods: `data-<app>`.

@@ -15,6 +15,7 @@ use crate::observe::{Recorder, Scope};
 use crate::plan::PlannedRun;
 use crate::remediation;
 use crate::report::simulated::{SimulatedEnvironment, SimulatedResult};
+use crate::runner::StepError;
 use crate::spec::{FaultKind, RemediationSpec};
 use crate::timeline::scale::{ScaleFold, ScaleObservations};
 use crate::timeline::{Event, EventKind, Stage};
@@ -62,7 +63,7 @@ pub struct SimulatedInvocation {
 #[derive(Default)]
 struct RunTasks {
     watches: Vec<tokio::task::JoinHandle<()>>,
-    taints: tokio::task::JoinSet<Result<(), String>>,
+    taints: tokio::task::JoinSet<Result<(), StepError>>,
     /// The run's events (`events.jsonl`), once its directory exists: the invocation records
     /// the heal and the end of the run in it too.
     recorder: Option<Arc<Recorder>>,
@@ -198,7 +199,7 @@ impl Simulator {
                 None => progress.step(result.verdict.as_str()),
             }
             if let Err(e) = ctx.write(&result) {
-                inv.errors.push(e);
+                inv.errors.push(e.to_string());
             }
             inv.results.push(result);
         }
@@ -218,7 +219,7 @@ async fn run_healed(
 ) -> SimulatedResult {
     let mut tasks = RunTasks::default();
     let outcome = tokio::select! {
-        r = run_one(run, ctx, &mut tasks) => r,
+        r = run_one(run, ctx, &mut tasks) => r.map_err(|e| e.to_string()),
         stop = interrupt.wait() => Err(format!("interrupted: {stop}")),
     };
     // Nothing of the run's may act after this point: then heal what the journal says.
@@ -263,6 +264,13 @@ async fn run_healed(
         r.since(0)
     });
     ctx.finish(run, events.as_deref(), partial, error)
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StepError + '_ {
+    move |source| StepError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
@@ -350,11 +358,11 @@ impl RunContext {
     }
 
     /// Writes the run's results.json and summary.md.
-    fn write(&self, result: &SimulatedResult) -> Result<(), String> {
-        std::fs::create_dir_all(&self.out).map_err(|e| format!("{}: {e}", self.out.display()))?;
+    fn write(&self, result: &SimulatedResult) -> Result<(), StepError> {
+        std::fs::create_dir_all(&self.out).map_err(io(&self.out))?;
         let put = |name: &str, text: String| {
             let p = self.out.join(name);
-            std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
+            std::fs::write(&p, text).map_err(io(&p))
         };
         put(
             crate::store::RESULTS_FILE,
@@ -368,7 +376,7 @@ async fn run_one(
     run: &PlannedRun,
     ctx: &RunContext,
     tasks: &mut RunTasks,
-) -> Result<Partial, String> {
+) -> Result<Partial, StepError> {
     let say = |m: String| ctx.progress.step(&m);
     let (journal, recorder) = open_run(run, ctx, tasks)?;
     let placed = place(run, ctx, &journal, &recorder, &say).await?;
@@ -392,7 +400,7 @@ async fn run_one(
     while let Some(t) = tasks.taints.join_next().await {
         match t {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => harness_errors.push(e),
+            Ok(Err(e)) => harness_errors.push(e.to_string()),
             Err(e) => harness_errors.push(e.to_string()),
         }
     }
@@ -417,18 +425,16 @@ fn open_run(
     run: &PlannedRun,
     ctx: &RunContext,
     tasks: &mut RunTasks,
-) -> Result<(Journal, Arc<Recorder>), String> {
-    std::fs::create_dir_all(&ctx.out).map_err(|e| format!("{}: {e}", ctx.out.display()))?;
+) -> Result<(Journal, Arc<Recorder>), StepError> {
+    std::fs::create_dir_all(&ctx.out).map_err(io(&ctx.out))?;
     let run_json = ctx.out.join(crate::store::RUN_FILE);
     std::fs::write(
         &run_json,
         serde_json::to_string_pretty(run).expect("a planned run serializes"),
     )
-    .map_err(|e| format!("{}: {e}", run_json.display()))?;
+    .map_err(io(&run_json))?;
     let events_path = ctx.out.join(crate::store::EVENTS_FILE);
-    let recorder = Arc::new(
-        Recorder::create(&events_path).map_err(|e| format!("{}: {e}", events_path.display()))?,
-    );
+    let recorder = Arc::new(Recorder::create(&events_path).map_err(io(&events_path))?);
     tasks.recorder = Some(recorder.clone());
     recorder.record(EventKind::RunStarted {
         run: run.id.clone(),
@@ -439,8 +445,8 @@ fn open_run(
     recorder.record(EventKind::Stage {
         stage: Stage::Setup,
     });
-    let journal =
-        Journal::open(&ctx.out.join(crate::store::JOURNAL_FILE)).map_err(|e| e.to_string())?;
+    let journal_path = ctx.out.join(crate::store::JOURNAL_FILE);
+    let journal = Journal::open(&journal_path).map_err(io(&journal_path))?;
     Ok((journal, recorder))
 }
 
@@ -452,7 +458,7 @@ async fn watch(
     p: &Placement,
     recorder: &Arc<Recorder>,
     tasks: &mut RunTasks,
-) -> Result<(ScaleFold, usize), String> {
+) -> Result<(ScaleFold, usize), StepError> {
     let client = &ctx.client;
     let (ns, names, placed) = (&p.ns, &p.names, &p.placed);
     // The watches, recording into the run's events from before the fault; the fault waits
@@ -486,10 +492,10 @@ async fn watch(
             break;
         }
         if Instant::now() >= synced_by {
-            return Err(format!(
+            return Err(StepError::Precondition(format!(
                 "the watches did not list the run's objects in 60 s ({pods} of {} pods, {volumes} volumes)",
                 placed.len()
-            ));
+            )));
         }
         tokio::select! {
             _ = changed => {}
@@ -508,7 +514,7 @@ async fn inject(
     journal: &Journal,
     recorder: &Recorder,
     say: &impl Fn(String),
-) -> Result<(), String> {
+) -> Result<(), StepError> {
     let client = &ctx.client;
     let control = KwokNodeControl::new(client.clone());
     // With the out-of-service taint, its removal is journaled here too, before the fault (a
@@ -529,7 +535,7 @@ async fn inject(
             key: remediation::OUT_OF_SERVICE_KEY.into(),
         }));
     }
-    journal.record_all(undos).map_err(|e| e.to_string())?;
+    journal.record_all(undos).map_err(StepError::Journal)?;
     for node in lost {
         recorder.record(EventKind::FaultInjecting {
             fault: FaultKind::NodeShutdown,
@@ -559,7 +565,10 @@ async fn inject(
     let returned_ms = recorder.elapsed_ms();
     let mut effects = Vec::new();
     for (node, a) in lost.iter().zip(applied) {
-        let effect = a.map_err(|e| format!("inject node-shutdown on {node}: {e}"))?;
+        let effect = a.map_err(|e| StepError::Inject {
+            fault: FaultKind::NodeShutdown.as_str(),
+            failures: format!("{node}: {e}"),
+        })?;
         effects.push((node, effect));
     }
     // Time zero first: the earliest effect is recorded first.
@@ -619,9 +628,7 @@ async fn recover(
                 let name = run.remediation.name().to_string();
                 tasks.taints.spawn(async move {
                     tokio::time::sleep(after).await;
-                    remediation::append_out_of_service_taint(&nodes_api, &node)
-                        .await
-                        .map_err(|e| format!("taint {node}: {e}"))?;
+                    remediation::append_out_of_service_taint(&nodes_api, &node).await?;
                     recorder.record(EventKind::RemediationApplied {
                         remediation: name,
                         node: node.clone(),

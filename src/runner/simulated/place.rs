@@ -8,6 +8,7 @@ use crate::journal::{Journal, Undo};
 use crate::observe::Recorder;
 use crate::plan::PlannedRun;
 use crate::remediation;
+use crate::runner::{api_err, StepError};
 use crate::timeline::{EventKind, Stage};
 use crate::vocab::{INSTANCE_LABEL, PLACING_TAINT};
 use futures::{StreamExt, TryStreamExt};
@@ -89,7 +90,7 @@ pub(super) async fn place(
     journal: &Journal,
     recorder: &Recorder,
     say: &impl Fn(String),
-) -> Result<Placement, String> {
+) -> Result<Placement, StepError> {
     let client = &ctx.client;
     let node_count = run
         .cluster
@@ -108,7 +109,7 @@ pub(super) async fn place(
         Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
             .list(&Default::default())
             .await
-            .map_err(|e| format!("list namespaces: {e}"))?
+            .map_err(api_err("list namespaces"))?
             .items
             .into_iter()
             .filter_map(|n| n.metadata.name)
@@ -129,8 +130,7 @@ pub(super) async fn place(
         crate::workload::ATTACH_DRIVER,
         Some(&store),
     )
-    .await
-    .map_err(|e| format!("simulated nodes: {e}"))?;
+    .await?;
     wait_nodes_ready(client, &names, ctx.kwok_started, Duration::from_secs(240)).await?;
     let lost: Vec<String> = if run.fault.target.nodes.is_empty() {
         names[..lost_count].to_vec()
@@ -154,7 +154,7 @@ pub(super) async fn place(
                 node: (*node).clone(),
                 key: PLACING_TAINT.into(),
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(StepError::Journal)?;
     }
     futures::stream::iter(others.iter().map(|node| {
         let nodes_api = nodes_api.clone();
@@ -164,8 +164,7 @@ pub(super) async fn place(
     }))
     .buffer_unordered(CREATE_CONCURRENCY)
     .try_collect::<Vec<_>>()
-    .await
-    .map_err(|e| format!("placing taint: {e}"))?;
+    .await?;
 
     // The run's objects, each journaled before it is made.
     // A namespace new in every run (the random suffix), so its volumes' handles
@@ -177,7 +176,7 @@ pub(super) async fn place(
     let ns = crate::runner::namespace_name(run);
     journal
         .record(Undo::DeleteNamespace { name: ns.clone() })
-        .map_err(|e| e.to_string())?;
+        .map_err(StepError::Journal)?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
         .create(
@@ -185,7 +184,7 @@ pub(super) async fn place(
             &crate::workload::namespace(&ns, &run.id),
         )
         .await
-        .map_err(|e| format!("namespace {ns}: {e}"))?;
+        .map_err(api_err(format!("create namespace {ns}")))?;
     let n = run.workload.instances as usize;
     let mode = run.workload.access_mode;
     say(format!(
@@ -211,7 +210,7 @@ pub(super) async fn place(
             .record(Undo::DeletePersistentVolume {
                 name: pv_name.clone(),
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(StepError::Journal)?;
         by_volume.insert(pv_name, instance.clone());
     }
     futures::stream::iter(plan.iter().map(|(instance, node)| {
@@ -234,7 +233,7 @@ pub(super) async fn place(
     .buffer_unordered(CREATE_CONCURRENCY)
     .try_collect::<Vec<()>>()
     .await
-    .map_err(|e| format!("creating the instances: {e}"))?;
+    .map_err(api_err("create the instances"))?;
 
     // Steady state: every pod Running on its node with its volume attached there.
     recorder.record(EventKind::Stage {
@@ -255,8 +254,7 @@ pub(super) async fn place(
     }))
     .buffer_unordered(CREATE_CONCURRENCY)
     .try_collect::<Vec<_>>()
-    .await
-    .map_err(|e| format!("removing the placing taint: {e}"))?;
+    .await?;
     let per_node = {
         let mut c: HashMap<&str, usize> = HashMap::new();
         for (node, _) in placed.values() {
@@ -285,11 +283,12 @@ async fn wait_nodes_ready(
     names: &[String],
     since: SystemTime,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), StepError> {
     use k8s_openapi::api::coordination::v1::Lease;
     let nodes: Api<Node> = Api::all(client.clone());
     let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
-    let since = k8s_openapi::jiff::Timestamp::try_from(since).map_err(|e| e.to_string())?;
+    let since = k8s_openapi::jiff::Timestamp::try_from(since)
+        .map_err(|e| StepError::Harness(format!("kwok's start time: {e}")))?;
     let deadline = Instant::now() + timeout;
     loop {
         let list = nodes
@@ -298,7 +297,7 @@ async fn wait_nodes_ready(
                     .labels(&format!("{}=true", crate::faults::kwok::SIMULATED_LABEL)),
             )
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(api_err("list the simulated nodes"))?;
         let ready = list
             .items
             .iter()
@@ -312,7 +311,7 @@ async fn wait_nodes_ready(
         let renewed = leases
             .list(&ListParams::default())
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(api_err("list the node Leases"))?
             .items
             .iter()
             .filter(|l| {
@@ -331,12 +330,12 @@ async fn wait_nodes_ready(
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(format!(
+            return Err(StepError::Precondition(format!(
                 "{ready} of {} simulated nodes Ready, {renewed} Leases renewed by this kwok, after {} (kwok takes a node over once its old Lease expired, {} s)",
                 names.len(),
                 crate::units::fmt_duration(timeout),
                 kwok::LEASE_SECONDS
-            ));
+            )));
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
@@ -351,7 +350,7 @@ async fn wait_steady(
     by_volume: &HashMap<String, String>,
     timeout: Duration,
     say: &impl Fn(String),
-) -> Result<HashMap<String, (String, String)>, String> {
+) -> Result<HashMap<String, (String, String)>, StepError> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
     let vas: Api<VolumeAttachment> = Api::all(client.clone());
     let lost_nodes: std::collections::HashSet<&str> =
@@ -362,7 +361,7 @@ async fn wait_steady(
         let list = pods
             .list(&ListParams::default())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(api_err(format!("list the pods of namespace {ns}")))?;
         let mut placed = HashMap::new();
         let mut misplaced = Vec::new();
         for p in &list.items {
@@ -393,7 +392,7 @@ async fn wait_steady(
             }
         }
         if !misplaced.is_empty() {
-            return Err(format!(
+            return Err(StepError::Precondition(format!(
                 "{} instance(s) not on a node to be lost ({}): the placing taint did not hold",
                 misplaced.len(),
                 misplaced
@@ -402,12 +401,12 @@ async fn wait_steady(
                     .cloned()
                     .collect::<Vec<_>>()
                     .join(", ")
-            ));
+            )));
         }
         let attached = vas
             .list(&ListParams::default())
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(api_err("list VolumeAttachments"))?
             .items
             .into_iter()
             .filter(|va| va.status.as_ref().is_some_and(|s| s.attached))
@@ -432,12 +431,12 @@ async fn wait_steady(
             return Ok(placed);
         }
         if Instant::now() >= deadline {
-            return Err(format!(
+            return Err(StepError::Precondition(format!(
                 "steady state not reached in {}: {} of {} pods Running on their node, {attached} volumes attached",
                 crate::units::fmt_duration(timeout),
                 placed.len(),
                 plan.len()
-            ));
+            )));
         }
         if last_said.elapsed() >= Duration::from_secs(10) {
             say(format!(
