@@ -895,3 +895,32 @@ fn qualify_only_picks_rows_and_refuses_what_names_none() {
     );
     assert!(stderr.contains("estimate: about 5m00s"), "{stderr}");
 }
+
+/// `--metrics-file` is for real runs: a simulated invocation refuses it by name before any
+/// cluster is reached, and `report --format prometheus` says where a sheet's metrics are.
+#[test]
+fn metrics_are_refused_where_there_are_none_yet_naming_the_way() {
+    let out = nodedown()
+        .args([
+            "run",
+            "experiments/scale-simulated.yaml",
+            "--metrics-file",
+            "/nonexistent/nodedown.prom",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--metrics-file") && stderr.contains("curve.json"),
+        "{stderr}"
+    );
+    let sheet = "docs/qualification/nodedown-attach";
+    let out = nodedown()
+        .args(["report", sheet, "--format", "prometheus"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("/runs --format prometheus"), "{stderr}");
+}

@@ -1591,9 +1591,16 @@ fn sigkill_during_a_freeze_then_cleanup_thaws_the_node() {
 #[test]
 fn a_fleet_on_one_node_recovers_instance_by_instance() {
     let _g = lock_cluster();
+    let metrics_dir = tempdir();
+    let metrics_file = metrics_dir.path().join("nodedown.prom");
     let (status, report, out) = run_experiment(
         "experiments/fleet.yaml",
-        &["oos-taint-10", "force-delete-10-first-minute"],
+        &[
+            "oos-taint-10",
+            "force-delete-10-first-minute",
+            "--metrics-file",
+            metrics_file.to_str().unwrap(),
+        ],
     );
     let runs = &report.experiments[0].runs;
     assert_eq!(
@@ -1606,6 +1613,21 @@ fn a_fleet_on_one_node_recovers_instance_by_instance() {
     let fleet = oos.fleet.as_ref().expect("fleet metrics");
     assert_eq!((fleet.instances, fleet.recovered), (10, 10));
     let all = fleet.time_to_all_ready_ms.expect("time-to-all-ready");
+    // --metrics-file: the same figure for Prometheus, in seconds, beside the run's verdict.
+    let metrics = std::fs::read_to_string(&metrics_file).expect("--metrics-file written");
+    let line = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("nodedown_run_fleet_all_ready_seconds{")
+                && l.contains("variant=\"oos-taint-10\"")
+        })
+        .unwrap_or_else(|| panic!("no all-ready series: {metrics}"));
+    assert_eq!(
+        line.rsplit(' ').next().unwrap().parse::<f64>().unwrap(),
+        all as f64 / 1000.0,
+        "{line}"
+    );
+    assert!(metrics.contains("verdict=\"pass\"} 1"), "{metrics}");
     let slowest = fleet.slowest_instance.clone().expect("slowest named");
     let target = oos.target_node.clone().expect("target node");
     let mut ready = Vec::new();

@@ -11,6 +11,8 @@ pub enum Format {
     Json,
     Junit,
     Markdown,
+    /// Prometheus text exposition (node-exporter's textfile collector, a Pushgateway).
+    Prometheus,
     Table,
 }
 
@@ -20,6 +22,7 @@ pub enum Format {
   nodedown report runs/… --format markdown > summary.md     the job summary
   nodedown report runs/… --format html                      writes runs/…/report.html
   nodedown report runs/… --format html -o - | less          HTML on stdout
+  nodedown report runs/… --format prometheus > nodedown.prom  metrics for a textfile collector
   nodedown report qualification/ --format html              the sheet's page (sheet.html)")]
 pub struct ReportArgs {
     /// A directory written by `nodedown run` (or one run directory inside it), a simulated
@@ -73,6 +76,13 @@ fn sheet(args: &ReportArgs, path: &Path) -> u8 {
         }
     };
     let text = match args.format {
+        Format::Prometheus => {
+            error(format!(
+                "--format prometheus writes the metrics of runs, not of a sheet: give the qualification's runs, `nodedown report {}/runs --format prometheus`",
+                path.parent().unwrap_or(Path::new(".")).display()
+            ));
+            return EXIT_BAD_INPUT;
+        }
         Format::Markdown | Format::Table => sheet::markdown(&s),
         Format::Html => sheet::html(&s),
         Format::Json => serde_json::to_string_pretty(&s).expect("a sheet serializes") + "\n",
@@ -101,6 +111,7 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Json => report::json::to_string(report),
         Format::Junit => report::junit::render(report),
         Format::Markdown => report::markdown::render(report),
+        Format::Prometheus => report::metrics::render(report),
         Format::Table => report::table::render(report, std::io::stdout().is_terminal()),
     }
 }
@@ -159,6 +170,10 @@ fn simulated(args: &ReportArgs) -> u8 {
         return EXIT_BAD_INPUT;
     }
     let text = match args.format {
+        Format::Prometheus => {
+            error("--format prometheus: simulated runs (provider kwok) have no metrics format yet; use --format json");
+            return EXIT_BAD_INPUT;
+        }
         Format::Markdown | Format::Table => simulated::curve_markdown(&results),
         Format::Json => serde_json::to_string_pretty(&results).expect("results serialize") + "\n",
         Format::Junit => simulated::curve_junit(&results),

@@ -185,6 +185,16 @@ pub struct RunArgs {
         hide_env_values = true
     )]
     pub step_summary: Option<PathBuf>,
+    /// Also write the results as Prometheus metrics (text format) to FILE, replaced
+    /// atomically: point node-exporter's textfile collector at its directory (name it
+    /// `*.prom`), or push it (`curl --data-binary @FILE <pushgateway>/metrics/job/nodedown`).
+    #[arg(
+        help_heading = "Output and exit code",
+        long,
+        env = "NODEDOWN_METRICS_FILE",
+        value_name = "FILE"
+    )]
+    pub metrics_file: Option<PathBuf>,
     /// Run side by side in this many lanes (disjoint sets of worker nodes, two per lane), or
     /// `auto`: as many as the schedulable workers make room for. Each run's workload is
     /// confined to its lane; a run that cannot share the cluster runs alone (--dry-run says
@@ -219,6 +229,22 @@ pub struct ToolArgs {
     /// cache).
     #[arg(help_heading = "Tools", long = "k3d", env = "NODEDOWN_K3D")]
     pub k3d_bin: Option<PathBuf>,
+}
+
+/// Writes `text` to `file` through a temporary file beside it and a rename, so a reader (a
+/// textfile collector scraping meanwhile) sees the old file or the new one, never half of one.
+fn write_replacing(file: &Path, text: &str) -> std::io::Result<()> {
+    let name = file
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("not a file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = file.with_file_name(tmp_name);
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, file).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// Appends `md` to the job summary (GitHub's `GITHUB_STEP_SUMMARY`), when there is one.
@@ -653,6 +679,15 @@ fn report_and_exit(args: &RunArgs, quiet: bool, out: &Path) -> Result<u8, u8> {
     if let Err(e) = write_reports(out, &report, args.step_summary.as_deref()) {
         error(format!("cannot write reports in {}: {e}", out.display()));
         return Err(EXIT_HARNESS);
+    }
+    if let Some(file) = &args.metrics_file {
+        if let Err(e) = write_replacing(file, &report::metrics::render(&report)) {
+            error(format!(
+                "cannot write the metrics to {}: {e}",
+                file.display()
+            ));
+            return Err(EXIT_HARNESS);
+        }
     }
     match args.output {
         Output::Table => print!("{}", render(&report, Format::Table)),
@@ -1280,6 +1315,11 @@ fn refused_for_simulated(args: &RunArgs) -> Vec<(&'static str, &'static str)> {
         DATA,
     );
     refuse(args.shared_dir != defaults.shared_dir, "--shared-dir", DATA);
+    refuse(
+        args.metrics_file.is_some(),
+        "--metrics-file",
+        "the metrics are those of real runs; a simulated invocation's figures are in curve.json",
+    );
     refuse(
         args.parallel != defaults.parallel,
         "--parallel",

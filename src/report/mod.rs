@@ -9,6 +9,7 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod metrics;
 pub mod outcome;
 pub mod sheet;
 pub mod simulated;

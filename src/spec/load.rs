@@ -1307,7 +1307,10 @@ mod tests {
         }
         let written = serde_json::to_value(&exp).unwrap();
         for field in ["cluster", "remediation", "expect", "repeat"] {
-            assert!(written.get(field).is_none(), "{field}: left out when default");
+            assert!(
+                written.get(field).is_none(),
+                "{field}: left out when default"
+            );
         }
     }
 
