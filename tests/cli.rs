@@ -899,7 +899,7 @@ fn qualify_only_picks_rows_and_refuses_what_names_none() {
 /// `--metrics-file` is for real runs: a simulated invocation refuses it by name before any
 /// cluster is reached, and `report --format prometheus` says where a sheet's metrics are.
 #[test]
-fn metrics_are_refused_where_there_are_none_yet_naming_the_way() {
+fn metrics_are_refused_where_there_are_none_yet_and_a_bad_gateway_url_is_bad_input() {
     let out = nodedown()
         .args([
             "run",
@@ -913,6 +913,17 @@ fn metrics_are_refused_where_there_are_none_yet_naming_the_way() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("--metrics-file") && stderr.contains("curve.json"),
+        "{stderr}"
+    );
+    // A URL that is not one is bad input, refused before any cluster is reached.
+    let out = nodedown()
+        .args(["run", "experiments/smoke.yaml", "--pushgateway", "pgw:9091"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--pushgateway pgw:9091: not an http://"),
         "{stderr}"
     );
     let sheet = "docs/qualification/nodedown-attach";

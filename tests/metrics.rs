@@ -336,3 +336,129 @@ fn promtool_accepts_the_metrics() {
         );
     }
 }
+
+/// A Pushgateway this test starts on a free local port (killed when dropped).
+struct Gateway {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn gateway() -> Gateway {
+    let bin = std::env::var_os("NODEDOWN_PUSHGATEWAY_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/nodedown/pushgateway-v1.11.5/pushgateway"));
+    assert!(
+        bin.is_file(),
+        "{} missing: scripts/test installs it (go install github.com/prometheus/pushgateway@v1.11.5), or set NODEDOWN_PUSHGATEWAY_BIN",
+        bin.display()
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(&bin)
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let g = Gateway {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while ureq::get(&format!("{}/-/ready", g.url)).call().is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pushgateway did not get ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    g
+}
+
+/// What the gateway exposes now (its /metrics, parsed by the reader above, its own series
+/// left out).
+fn exposed(g: &Gateway) -> Vec<Sample> {
+    let text = ureq::get(&format!("{}/metrics", g.url))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    let ours: String = text
+        .split("# HELP ")
+        .filter(|f| f.starts_with("nodedown_"))
+        .map(|f| format!("# HELP {f}"))
+        .collect();
+    parse(&ours)
+}
+
+/// `--pushgateway`: the metrics reach a real Pushgateway (github.com/prometheus/pushgateway,
+/// built by scripts/test) and are read back from it under the group's job; a second push
+/// replaces the group (PUT), and a push that cannot be made is exit 3 naming the URL.
+#[test]
+fn a_pushgateway_receives_the_metrics_and_a_push_replaces_the_group() {
+    let g = gateway();
+    let push = |dir: &str, url: &str| {
+        Command::new(env!("CARGO_BIN_EXE_nodedown"))
+            .args(["report", "--format", "json", "--pushgateway", url])
+            .arg(fixture(dir))
+            .output()
+            .unwrap()
+    };
+    let out = push("fleet", &g.url);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = results(&fixture("fleet"));
+    let all_ms = json["experiments"][0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["variant"] == "oos-taint-10")
+        .unwrap()["fleet"]["timeToAllReadyMs"]
+        .as_f64()
+        .unwrap();
+    let seen = exposed(&g);
+    let all = seen
+        .iter()
+        .find(|s| {
+            s.name == "nodedown_run_fleet_all_ready_seconds"
+                && s.labels["variant"] == "oos-taint-10"
+        })
+        .expect("the fleet's all-ready time in the gateway");
+    assert_eq!(all.value, all_ms / 1000.0);
+    assert_eq!(all.labels["job"], "nodedown", "{:?}", all.labels);
+
+    // A second invocation's push replaces the group: the fleet's series are gone.
+    let out = push("node-shutdown", &format!("{}/metrics/job/nodedown", g.url));
+    assert!(out.status.success());
+    let seen = exposed(&g);
+    assert!(seen
+        .iter()
+        .all(|s| s.labels.get("experiment").map(String::as_str) != Some("fleet")));
+    assert!(seen
+        .iter()
+        .any(|s| s.labels.get("experiment").map(String::as_str) == Some("node-shutdown")));
+
+    // Nothing listening: exit 3, naming where it tried.
+    drop(g);
+    let out = push("node-shutdown", "http://127.0.0.1:9/");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("push to http://127.0.0.1:9/metrics/job/nodedown"),
+        "{stderr}"
+    );
+}

@@ -5,6 +5,7 @@ mod cleanup;
 mod compare;
 pub mod exit;
 mod image;
+mod push;
 mod qualify;
 mod report;
 pub mod run;

@@ -35,6 +35,10 @@ pub struct ReportArgs {
     /// simulated invocation, sheet.html for a qualification). Other formats go to stdout.
     #[arg(short = 'o', long = "output-file", value_name = "PATH")]
     pub output_file: Option<PathBuf>,
+    /// Also push the runs' metrics (as `--format prometheus` writes them) to a Prometheus
+    /// Pushgateway: its address (group `/metrics/job/nodedown`) or a push URL naming the group.
+    #[arg(long, env = "NODEDOWN_PUSHGATEWAY", value_name = "URL")]
+    pub pushgateway: Option<String>,
 }
 
 /// Writes `text` where `--output-file` says, else to `default` in the directory, and says
@@ -68,6 +72,13 @@ fn emit(args: &ReportArgs, default: &Path, text: &str) -> u8 {
 /// HTML, JSON or JUnit.
 fn sheet(args: &ReportArgs, path: &Path) -> u8 {
     use crate::report::sheet;
+    if args.pushgateway.is_some() {
+        error(format!(
+            "--pushgateway pushes the metrics of runs, not of a sheet: give the qualification's runs, `nodedown report {}/runs --pushgateway URL`",
+            path.parent().unwrap_or(Path::new(".")).display()
+        ));
+        return EXIT_BAD_INPUT;
+    }
     let s = match crate::store::load_sheet(path) {
         Ok(s) => s,
         Err(e) => {
@@ -134,13 +145,34 @@ pub fn report(args: ReportArgs) -> u8 {
         ));
         return EXIT_BAD_INPUT;
     }
+    let push_to = match args.pushgateway.as_deref().map(super::push::push_url) {
+        Some(Err(e)) => {
+            error(e);
+            return EXIT_BAD_INPUT;
+        }
+        Some(Ok(url)) => Some(url),
+        None => None,
+    };
     match build(&args.run_dir) {
+        Ok(r) if r.experiments.is_empty() && push_to.is_some() => {
+            error("--pushgateway pushes the metrics of runs: this directory holds simulated runs, whose figures are in curve.json");
+            EXIT_BAD_INPUT
+        }
         Ok(r) if r.experiments.is_empty() => simulated(&args),
-        Ok(r) => emit(
-            &args,
-            &args.run_dir.join("report.html"),
-            &render(&r, args.format),
-        ),
+        Ok(r) => {
+            if let Some(url) = &push_to {
+                if let Err(e) = super::push::push(url, &report::metrics::render(&r)) {
+                    error(e);
+                    return EXIT_HARNESS;
+                }
+                eprintln!("metrics pushed to {url}");
+            }
+            emit(
+                &args,
+                &args.run_dir.join("report.html"),
+                &render(&r, args.format),
+            )
+        }
         Err(e) => {
             error(e);
             EXIT_HARNESS

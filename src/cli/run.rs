@@ -195,6 +195,17 @@ pub struct RunArgs {
         value_name = "FILE"
     )]
     pub metrics_file: Option<PathBuf>,
+    /// Also push the metrics to a Prometheus Pushgateway: its address (the group
+    /// `/metrics/job/nodedown`) or a push URL naming the group (`…/metrics/job/<job>/<label>/
+    /// <value>`). One PUT per invocation: the group then holds this invocation's results. A
+    /// failed push is a failed report (exit 3).
+    #[arg(
+        help_heading = "Output and exit code",
+        long,
+        env = "NODEDOWN_PUSHGATEWAY",
+        value_name = "URL"
+    )]
+    pub pushgateway: Option<String>,
     /// Run side by side in this many lanes (disjoint sets of worker nodes, two per lane), or
     /// `auto`: as many as the schedulable workers make room for. Each run's workload is
     /// confined to its lane; a run that cannot share the cluster runs alone (--dry-run says
@@ -288,6 +299,10 @@ fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> st
 /// `nodedown run`: plan → refuse → dispatch → invoke → report. Each step returns the exit code
 /// that ends the invocation early (bad input: 2; the harness could not: 3).
 pub async fn run(args: RunArgs, quiet: bool) -> u8 {
+    if let Some(Err(e)) = args.pushgateway.as_deref().map(super::push::push_url) {
+        error(e);
+        return EXIT_BAD_INPUT;
+    }
     let (experiments, runs) = match plan(&args) {
         Ok(p) => p,
         Err(code) => return code,
@@ -680,13 +695,30 @@ fn report_and_exit(args: &RunArgs, quiet: bool, out: &Path) -> Result<u8, u8> {
         error(format!("cannot write reports in {}: {e}", out.display()));
         return Err(EXIT_HARNESS);
     }
-    if let Some(file) = &args.metrics_file {
-        if let Err(e) = write_replacing(file, &report::metrics::render(&report)) {
-            error(format!(
-                "cannot write the metrics to {}: {e}",
-                file.display()
-            ));
-            return Err(EXIT_HARNESS);
+    if args.metrics_file.is_some() || args.pushgateway.is_some() {
+        let metrics = report::metrics::render(&report);
+        if let Some(file) = &args.metrics_file {
+            if let Err(e) = write_replacing(file, &metrics) {
+                error(format!(
+                    "cannot write the metrics to {}: {e}",
+                    file.display()
+                ));
+                return Err(EXIT_HARNESS);
+            }
+        }
+        if let Some(given) = &args.pushgateway {
+            let pushed = super::push::push_url(given).and_then(|url| {
+                super::push::push(&url, &metrics)?;
+                Ok(url)
+            });
+            match pushed {
+                Ok(url) if !quiet => eprintln!("metrics pushed to {url}"),
+                Ok(_) => {}
+                Err(e) => {
+                    error(e);
+                    return Err(EXIT_HARNESS);
+                }
+            }
         }
     }
     match args.output {
@@ -1315,11 +1347,10 @@ fn refused_for_simulated(args: &RunArgs) -> Vec<(&'static str, &'static str)> {
         DATA,
     );
     refuse(args.shared_dir != defaults.shared_dir, "--shared-dir", DATA);
-    refuse(
-        args.metrics_file.is_some(),
-        "--metrics-file",
-        "the metrics are those of real runs; a simulated invocation's figures are in curve.json",
-    );
+    const METRICS: &str =
+        "the metrics are those of real runs; a simulated invocation's figures are in curve.json";
+    refuse(args.metrics_file.is_some(), "--metrics-file", METRICS);
+    refuse(args.pushgateway.is_some(), "--pushgateway", METRICS);
     refuse(
         args.parallel != defaults.parallel,
         "--parallel",

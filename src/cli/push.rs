@@ -1,0 +1,77 @@
+//! Pushing the metrics to a Prometheus Pushgateway (`--pushgateway URL`, for `run` and
+//! `report`): one PUT of the text format, which replaces what the group held before — the
+//! gateway then shows the latest invocation's results.
+
+use std::time::Duration;
+
+/// The push URL for `given`: as given when it names a group (`…/metrics/job/<job>[/<label>/
+/// <value>…]`), else with `/metrics/job/nodedown` appended. Only `http://` and `https://`.
+pub fn push_url(given: &str) -> Result<String, String> {
+    let lower = given.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(format!(
+            "--pushgateway {given}: not an http:// or https:// URL (e.g. http://pushgateway:9091)"
+        ));
+    }
+    let trimmed = given.trim_end_matches('/');
+    if trimmed.contains("/metrics/job/") {
+        Ok(trimmed.to_string())
+    } else if trimmed.ends_with("/metrics") || trimmed.contains("/metrics/") {
+        Err(format!(
+            "--pushgateway {given}: a push URL names its job: …/metrics/job/<job>, or give the gateway's address alone"
+        ))
+    } else {
+        Ok(format!("{trimmed}/metrics/job/nodedown"))
+    }
+}
+
+/// PUTs `text` (Prometheus text format) to the group at `url` ([`push_url`]'s); the gateway's
+/// own words when it refuses.
+pub fn push(url: &str, text: &str) -> Result<(), String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(20)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent
+        .put(url)
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .send(text)
+        .map_err(|e| format!("push to {url}: {e}"))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(4096)
+        .read_to_string()
+        .unwrap_or_default();
+    Err(format!("push to {url}: {status}: {}", body.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_url;
+
+    #[test]
+    fn a_gateway_address_gets_the_job_a_group_url_stays() {
+        assert_eq!(
+            push_url("http://pgw:9091").unwrap(),
+            "http://pgw:9091/metrics/job/nodedown"
+        );
+        assert_eq!(
+            push_url("http://pgw:9091/").unwrap(),
+            "http://pgw:9091/metrics/job/nodedown"
+        );
+        assert_eq!(
+            push_url("https://pgw/metrics/job/qualify/cluster/staging").unwrap(),
+            "https://pgw/metrics/job/qualify/cluster/staging"
+        );
+        assert!(push_url("pgw:9091").unwrap_err().contains("not an http://"));
+        assert!(push_url("http://pgw:9091/metrics")
+            .unwrap_err()
+            .contains("names its job"));
+    }
+}
