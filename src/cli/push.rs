@@ -1,6 +1,7 @@
 //! Pushing the metrics to a Prometheus Pushgateway (`--pushgateway URL`, for `run` and
 //! `report`): one PUT of the text format, which replaces what the group held before — the
-//! gateway then shows the latest invocation's results.
+//! gateway then shows the latest invocation's results. Through ureq: http, or https with
+//! rustls (ring, as kube's client) and the webpki roots.
 
 use std::time::Duration;
 
