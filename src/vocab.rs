@@ -180,3 +180,8 @@ pub const CONTROL_PLANE_LABELS: [&str; 2] = [
     "node-role.kubernetes.io/control-plane",
     "node-role.kubernetes.io/master",
 ];
+
+/// The namespace of the invocation lock's Lease.
+pub const LOCK_NAMESPACE: &str = "default";
+/// The invocation lock's Lease: one nodedown invocation per cluster.
+pub const LOCK_NAME: &str = "nodedown";

@@ -2217,3 +2217,164 @@ fn simulated_run_interrupted_mid_remediation(
     }
     Ok(())
 }
+
+/// The objects of deploy/rbac.yaml and the test's own weaker copy, deleted however the test
+/// ends.
+struct RbacObjects;
+
+impl Drop for RbacObjects {
+    fn drop(&mut self) {
+        let _ = kubectl(
+            &["delete", "--ignore-not-found", "-f", "deploy/rbac.yaml"],
+            None,
+        );
+        let _ = kubectl(
+            &[
+                "delete",
+                "--ignore-not-found",
+                "clusterrole/nodedown-less",
+                "clusterrolebinding/nodedown-less",
+            ],
+            None,
+        );
+    }
+}
+
+/// A kubeconfig for the test cluster as ServiceAccount `nodedown/<sa>` (a token, the cluster's
+/// server and CA), its context named `sa-<sa>`.
+fn service_account_kubeconfig(dir: &Path, sa: &str) -> (PathBuf, String) {
+    let token = kubectl(
+        &["-n", "nodedown", "create", "token", sa, "--duration", "1h"],
+        None,
+    );
+    assert!(
+        token.status.success(),
+        "{}",
+        String::from_utf8_lossy(&token.stderr)
+    );
+    let token = String::from_utf8(token.stdout).unwrap().trim().to_string();
+    let view = kubectl_json(&["config", "view", "--raw", "--minify"]);
+    let cluster = &view["clusters"][0]["cluster"];
+    let ctx = format!("sa-{sa}");
+    let config = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "testenv", "cluster": cluster}],
+        "users": [{"name": sa, "user": {"token": token}}],
+        "contexts": [{"name": ctx, "context": {"cluster": "testenv", "user": sa}}],
+        "current-context": ctx,
+    });
+    let path = dir.join(format!("kubeconfig-{sa}"));
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    (path, ctx)
+}
+
+/// deploy/rbac.yaml is enough: the smoke experiment run as its ServiceAccount (kubeconfig token,
+/// power hooks) passes. With one verb taken away (update on nodes, which the out-of-service
+/// taint needs) the invocation is refused before anything is touched, naming the permission
+/// and why (exit 3): no namespace made, no lock taken.
+#[test]
+fn the_shipped_role_runs_the_smoke_and_a_missing_verb_is_refused_before_anything() {
+    let _g = lock_cluster();
+    let _cleanup = RbacObjects;
+    let applied = kubectl(&["apply", "-f", "deploy/rbac.yaml"], None);
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    // The same ClusterRole without `update` on nodes, for a second ServiceAccount.
+    let role = kubectl_json(&["get", "clusterrole", "nodedown"]);
+    let mut rules = role["rules"].as_array().unwrap().clone();
+    for r in &mut rules {
+        if r["resources"][0] == "nodes" {
+            let verbs: Vec<serde_json::Value> = r["verbs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|v| *v != "update")
+                .cloned()
+                .collect();
+            r["verbs"] = serde_json::Value::Array(verbs);
+        }
+    }
+    let less = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": {"name": "nodedown-less", "namespace": "nodedown"}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "nodedown-less"}, "rules": rules},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "nodedown-less"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nodedown-less"},
+             "subjects": [{"kind": "ServiceAccount", "name": "nodedown-less", "namespace": "nodedown"}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": "nodedown-less", "namespace": "default"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nodedown"},
+             "subjects": [{"kind": "ServiceAccount", "name": "nodedown-less", "namespace": "nodedown"}]}
+        ]
+    });
+    let applied = kubectl(&["apply", "-f", "-"], Some(&less.to_string()));
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let out = tempdir();
+    let run_as = |sa: &str, dir: &Path| {
+        let (kubeconfig, ctx) = service_account_kubeconfig(out.path(), sa);
+        run_ok(
+            nodedown()
+                .env("KUBECONFIG", &kubeconfig)
+                .args([
+                    "run",
+                    "experiments/smoke.yaml",
+                    "--context",
+                    &ctx,
+                    "--allow-context",
+                    &ctx,
+                    "--workload-image",
+                    &exported_image(),
+                    "--node-control",
+                    "power-hooks",
+                    "--power-off",
+                    "docker kill {node}",
+                    "--power-on",
+                    "docker start {node}",
+                    "--power-state",
+                    "docker inspect -f '{{if .State.Running}}on{{else}}off{{end}}' {node}",
+                    "--out",
+                ])
+                .arg(dir),
+        )
+    };
+    // One verb short: refused before anything, naming it.
+    let refused = run_as("nodedown-less", &out.path().join("less"));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains(
+            "update nodes (all namespaces / cluster-wide): adding the out-of-service taint"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("deploy/rbac.yaml"), "{said}");
+    assert!(nodedown_namespaces().is_empty(), "nothing deployed");
+    assert!(
+        !kubectl(&["-n", "default", "get", "lease", "nodedown"], None)
+            .status
+            .success(),
+        "no lock taken"
+    );
+    // The shipped role: the smoke experiment passes.
+    let done = run_as("nodedown", &out.path().join("run"));
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "smoke as the ServiceAccount: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}

@@ -768,6 +768,38 @@ impl Invocation<'_> {
                 return Err(EXIT_HARNESS);
             }
         }
+        // Every permission the runs will use, asked before anything is touched (the simulated
+        // cluster is nodedown's own, reached as its admin).
+        let real: Vec<crate::plan::PlannedRun> = self
+            .runs
+            .iter()
+            .filter(|r| r.cluster.provider != crate::spec::Provider::Kwok)
+            .cloned()
+            .collect();
+        if !real.is_empty() {
+            let acks = self.args.ack_interval != crate::observe::AckInterval::Off;
+            match runner::missing_permissions(env, &real, acks).await {
+                Ok(missing) if missing.is_empty() => {}
+                Ok(missing) => {
+                    error(format!(
+                        "this kubeconfig's user lacks {} permission(s) these runs use; nothing was touched:\n{}\ngrant them (deploy/rbac.yaml is a ClusterRole with every permission nodedown uses)",
+                        missing.len(),
+                        missing
+                            .iter()
+                            .map(|n| format!("  - {}: {}", n.describe(), n.why))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    ));
+                    return Err(EXIT_HARNESS);
+                }
+                Err(e) => {
+                    error(format!(
+                        "cannot ask the API server what this user may do (SelfSubjectAccessReview): {e}"
+                    ));
+                    return Err(EXIT_HARNESS);
+                }
+            }
+        }
         // One invocation per cluster: refused before anything is deployed or faulted.
         let out_abs = std::fs::canonicalize(self.out).unwrap_or_else(|_| self.out.to_path_buf());
         let lock = match crate::cluster::lock::acquire(&env.client, &out_abs, step).await {

@@ -22,8 +22,7 @@ use kube::Client;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-pub const LOCK_NAMESPACE: &str = "default";
-pub const LOCK_NAME: &str = "nodedown";
+pub use crate::vocab::{LOCK_NAME, LOCK_NAMESPACE};
 /// How long the lock outlives its last renewal.
 pub const LOCK_SECONDS: i32 = 30;
 const RENEW_EVERY: Duration = Duration::from_secs(5);

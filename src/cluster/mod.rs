@@ -2,6 +2,7 @@
 //! [`LocalCluster`] seam), node containers reached through the Docker API (bollard), and the
 //! kube client for either such a cluster or an existing cluster from kubeconfig.
 
+pub mod access;
 mod docker;
 pub mod k3d;
 pub mod lock;

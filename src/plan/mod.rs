@@ -1,5 +1,6 @@
 //! Expands experiments (variants × repetitions) into runs. Pure.
 
+pub mod access;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod lanes;

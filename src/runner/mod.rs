@@ -166,6 +166,34 @@ pub fn cannot_run(
     None
 }
 
+/// The permissions `runs` need on the cluster of `env` (each run's fault through the backend
+/// it will use, the acks polled or not) that its client does not have; empty when it has them
+/// all. Asked before anything is touched.
+pub async fn missing_permissions(
+    env: &Env,
+    runs: &[PlannedRun],
+    acks: bool,
+) -> Result<Vec<crate::plan::access::Need>, kube::Error> {
+    use crate::plan::access::{needed, Setting};
+    let controls = env.node_controls(None);
+    let caps: Vec<_> = controls.iter().map(|c| c.capability()).collect();
+    let settings: Vec<(&PlannedRun, Setting)> = runs
+        .iter()
+        .map(|run| {
+            let backend = faults::choose(
+                &caps,
+                env.fault_backend(),
+                run.fault.kind,
+                run.fault.graceful,
+            )
+            .map(|i| controls[i].backend())
+            .unwrap_or_default();
+            (run, Setting { backend, acks })
+        })
+        .collect();
+    crate::cluster::access::missing(&env.client, &needed(&settings)).await
+}
+
 /// Why an invocation stops before its runs are done.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stop {

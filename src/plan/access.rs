@@ -1,0 +1,645 @@
+//! The Kubernetes API permissions nodedown uses (pure): one table, from which both the shipped
+//! least-privilege role (`deploy/rbac.yaml`, [`cluster_role_rules`]) and the preflight check of
+//! an invocation ([`needed`]: what these runs will do, asked of the API server before anything
+//! is touched) come. Each row says why, so a refusal can say it too.
+//!
+//! Rows were taken from the code's API calls (each `Api<K>` call, the watchers' list+watch,
+//! the raw proxy requests); see the `where` of each. Run namespaces are made per run
+//! (`nd-<experiment>-…`), so namespaced rows are granted cluster-wide (a ClusterRoleBinding):
+//! the check asks for all namespaces, except the lock's Lease (namespace `default`).
+
+use crate::plan::PlannedRun;
+use crate::spec::{Controller, RemediationSpec, WorkloadKind};
+use crate::vocab::{Backend, FaultKind};
+
+/// When a row is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// Every invocation.
+    Always,
+    /// Read for the record only (a run without it notes what it could not read): in the role,
+    /// not in the preflight.
+    BestEffort,
+    /// The fault goes through this backend.
+    Backend(Backend),
+    /// This fault.
+    Fault(FaultKind),
+    /// This remediation (its kind's name).
+    Remediation(&'static str),
+    /// `remediation: external`: a taint someone else added is removed at the heal.
+    External,
+    /// A StatefulSet's ledger whose acknowledged writes are polled through its pod.
+    LedgerStatefulSet,
+    /// A Deployment's workload (its claim and, for a ledger, the Service its acks are read
+    /// through).
+    Deployment,
+    /// testenv's storage classes, whose PersistentVolumes nodedown makes.
+    OwnVolumes,
+    /// `delete-node`'s heal: the Node object recreated when its kubelet did not bring it back.
+    RecreateNode,
+    /// `nodedown qualify`: the StorageClass it makes.
+    Qualify,
+}
+
+/// One row: `verbs` on `resource` (`pods/proxy` for a subresource) of API group `group`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub verbs: &'static [&'static str],
+    /// The namespace the check asks about (`None`: cluster-wide, or every namespace); a rule
+    /// in one namespace is shipped as a Role there, not in the ClusterRole.
+    pub namespace: Option<&'static str>,
+    /// The one object it is about, when there is one (granted by name for every verb but
+    /// `create`, which RBAC cannot limit by name).
+    pub name: Option<&'static str>,
+    pub when: When,
+    /// What nodedown does with it, for the refusal.
+    pub why: &'static str,
+}
+
+const fn rule(
+    group: &'static str,
+    resource: &'static str,
+    verbs: &'static [&'static str],
+    when: When,
+    why: &'static str,
+) -> Rule {
+    Rule {
+        group,
+        resource,
+        verbs,
+        namespace: None,
+        name: None,
+        when,
+        why,
+    }
+}
+
+/// Every permission nodedown uses.
+pub const RULES: &[Rule] = &[
+    // The cluster and its nodes.
+    rule(
+        "",
+        "nodes",
+        &["get", "list", "watch"],
+        When::Always,
+        "reading and watching the nodes (preflight, the target, NotReady)",
+    ),
+    rule(
+        "",
+        "nodes",
+        &["update"],
+        When::Remediation("out-of-service-taint"),
+        "adding the out-of-service taint and removing it at the heal",
+    ),
+    rule(
+        "",
+        "nodes",
+        &["update"],
+        When::External,
+        "removing an out-of-service taint another remediator added, at the heal",
+    ),
+    rule(
+        "",
+        "nodes",
+        &["delete"],
+        When::Remediation("delete-node"),
+        "deleting the Node object (remediation delete-node)",
+    ),
+    rule(
+        "",
+        "nodes",
+        &["create"],
+        When::RecreateNode,
+        "recreating a deleted Node from the journal when its kubelet does not",
+    ),
+    Rule {
+        namespace: Some(crate::vocab::LOCK_NAMESPACE),
+        name: Some(crate::vocab::LOCK_NAME),
+        ..rule(
+            "coordination.k8s.io",
+            "leases",
+            &["get", "create", "update", "delete"],
+            When::Always,
+            "the invocation's lock, Lease default/nodedown",
+        )
+    },
+    // The run's objects.
+    rule(
+        "",
+        "namespaces",
+        &["create", "delete", "list"],
+        When::Always,
+        "each run's namespace, deleted at its heal",
+    ),
+    rule(
+        "",
+        "pods",
+        &["list", "watch"],
+        When::Always,
+        "watching the workload's pods",
+    ),
+    rule(
+        "",
+        "pods",
+        &["deletecollection"],
+        When::Always,
+        "stopping the run's pods at the heal",
+    ),
+    rule(
+        "",
+        "persistentvolumeclaims",
+        &["list", "watch", "deletecollection"],
+        When::Always,
+        "watching the workload's claims, deleting them at the heal",
+    ),
+    rule(
+        "",
+        "events",
+        &["list", "watch"],
+        When::Always,
+        "the run's Kubernetes events (Multi-Attach errors, kubelet shutdown)",
+    ),
+    rule(
+        "apps",
+        "statefulsets",
+        &["create", "deletecollection"],
+        When::Always,
+        "the workload's StatefulSet, deleted at the heal",
+    ),
+    rule(
+        "apps",
+        "deployments",
+        &["deletecollection"],
+        When::Always,
+        "deleting a Deployment workload at the heal",
+    ),
+    rule(
+        "apps",
+        "replicasets",
+        &["deletecollection"],
+        When::Always,
+        "deleting a Deployment's ReplicaSets at the heal",
+    ),
+    rule(
+        "apps",
+        "deployments",
+        &["create"],
+        When::Deployment,
+        "the workload's Deployment",
+    ),
+    rule(
+        "",
+        "persistentvolumeclaims",
+        &["create"],
+        When::Deployment,
+        "a Deployment's claim",
+    ),
+    rule(
+        "",
+        "services",
+        &["create"],
+        When::Deployment,
+        "the Service a Deployment's ledger is read through",
+    ),
+    rule(
+        "",
+        "services/proxy",
+        &["get"],
+        When::Deployment,
+        "reading a Deployment's ledger acknowledgements",
+    ),
+    rule(
+        "",
+        "pods/proxy",
+        &["get"],
+        When::LedgerStatefulSet,
+        "reading the ledger's acknowledged writes (and the ledger) through the API server",
+    ),
+    rule(
+        "",
+        "persistentvolumes",
+        &["create", "delete"],
+        When::OwnVolumes,
+        "the volumes of testenv's storage classes",
+    ),
+    rule(
+        "storage.k8s.io",
+        "volumeattachments",
+        &["list", "watch"],
+        When::Always,
+        "watching detach and attach",
+    ),
+    // Faults.
+    rule(
+        "",
+        "pods",
+        &["get", "delete"],
+        When::Fault(FaultKind::PodDelete),
+        "deleting the workload's pod (fault pod-delete)",
+    ),
+    rule(
+        "",
+        "pods",
+        &["get"],
+        When::Fault(FaultKind::ContainerKill),
+        "the container to kill (fault container-kill)",
+    ),
+    rule(
+        "",
+        "pods",
+        &["list"],
+        When::Backend(Backend::Agent),
+        "finding the node agent's pod",
+    ),
+    rule(
+        "",
+        "pods/proxy",
+        &["create"],
+        When::Backend(Backend::Agent),
+        "ordering the node agent (its /fault and /heal)",
+    ),
+    rule(
+        "apps",
+        "daemonsets",
+        &["list", "create", "patch"],
+        When::Backend(Backend::Agent),
+        "the node agent's DaemonSet and its lease",
+    ),
+    rule(
+        "",
+        "namespaces",
+        &["get"],
+        When::Backend(Backend::Agent),
+        "the node agent's namespace",
+    ),
+    // Remediations.
+    rule(
+        "",
+        "pods",
+        &["delete"],
+        When::Remediation("force-delete-pod"),
+        "force-deleting the old pod",
+    ),
+    rule(
+        "",
+        "pods",
+        &["delete"],
+        When::Remediation("delete-volumeattachment"),
+        "force-deleting the old pod",
+    ),
+    rule(
+        "",
+        "persistentvolumeclaims",
+        &["list"],
+        When::Remediation("delete-volumeattachment"),
+        "finding the workload's volumes",
+    ),
+    rule(
+        "storage.k8s.io",
+        "volumeattachments",
+        &["delete"],
+        When::Remediation("delete-volumeattachment"),
+        "deleting the old node's VolumeAttachments",
+    ),
+    // Read for the record.
+    rule(
+        "storage.k8s.io",
+        "storageclasses",
+        &["get"],
+        When::BestEffort,
+        "the storage class's provisioner, for the results",
+    ),
+    rule(
+        "storage.k8s.io",
+        "csidrivers",
+        &["get"],
+        When::BestEffort,
+        "whether the driver attaches, for the results",
+    ),
+    rule(
+        "",
+        "pods",
+        &["list"],
+        When::BestEffort,
+        "kube-controller-manager's pod, for its forced-detach counters",
+    ),
+    rule(
+        "",
+        "pods/proxy",
+        &["get"],
+        When::BestEffort,
+        "kube-controller-manager's counters",
+    ),
+    // qualify.
+    rule(
+        "storage.k8s.io",
+        "storageclasses",
+        &["create", "delete"],
+        When::Qualify,
+        "the StorageClass qualify makes from a testdriver file",
+    ),
+    rule(
+        "storage.k8s.io",
+        "csinodes",
+        &["list"],
+        When::Qualify,
+        "the driver's nodes, for the sheet",
+    ),
+];
+
+/// What an invocation's runs will do beyond their specs (decided with the cluster).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The backend each node fault goes through (pod faults go through the API).
+    pub backend: Backend,
+    /// Whether the ledger's acknowledgements are polled (`--ack-interval` not `off`).
+    pub acks: bool,
+}
+
+/// Whether `when` holds for `run`.
+fn applies(when: When, run: &PlannedRun, s: Setting) -> bool {
+    let ledger = run.workload.kind == WorkloadKind::Ledger;
+    let deployment = run.workload.controller == Controller::Deployment;
+    match when {
+        When::Always => true,
+        When::BestEffort | When::Qualify | When::RecreateNode => false,
+        When::Backend(b) => !run.fault.kind.is_pod_fault() && s.backend == b,
+        When::Fault(f) => run.fault.kind == f,
+        When::Remediation(name) => run.remediation.name() == name,
+        When::External => run.remediation == RemediationSpec::External,
+        When::LedgerStatefulSet => ledger && s.acks && !deployment,
+        When::Deployment => deployment,
+        When::OwnVolumes => [
+            crate::vocab::SHARED_CLASS,
+            crate::vocab::ATTACH_CLASS,
+            crate::vocab::LOCAL_CLASS,
+        ]
+        .contains(&run.workload.storage_class.as_str()),
+    }
+}
+
+/// One permission to check: a verb on a resource, in a namespace or cluster-wide, and why.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Need {
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub verb: &'static str,
+    pub namespace: Option<&'static str>,
+    /// The object, when the permission is about one (RBAC's resourceNames).
+    pub name: Option<&'static str>,
+    pub why: &'static str,
+}
+
+impl Need {
+    /// `update nodes`, `create pods/proxy in namespace default`, `list leases.coordination.k8s.io`.
+    pub fn describe(&self) -> String {
+        let resource = if self.group.is_empty() {
+            self.resource.to_string()
+        } else {
+            let (base, sub) = match self.resource.split_once('/') {
+                Some((b, s)) => (b, format!("/{s}")),
+                None => (self.resource, String::new()),
+            };
+            format!("{base}.{}{sub}", self.group)
+        };
+        let resource = match self.name {
+            Some(name) => format!("{resource} {name}"),
+            None => resource,
+        };
+        match self.namespace {
+            Some(ns) => format!("{} {resource} in namespace {ns}", self.verb),
+            None => format!("{} {resource} (all namespaces / cluster-wide)", self.verb),
+        }
+    }
+}
+
+/// The permissions `runs` need (each with how it will be carried out), each once (the first
+/// reason kept), in the table's order.
+pub fn needed(runs: &[(&PlannedRun, Setting)]) -> Vec<Need> {
+    let mut out: Vec<Need> = Vec::new();
+    for r in RULES {
+        if !runs.iter().any(|(run, s)| applies(r.when, run, *s)) {
+            continue;
+        }
+        for verb in r.verbs {
+            let n = Need {
+                group: r.group,
+                resource: r.resource,
+                verb,
+                namespace: r.namespace,
+                name: r.name.filter(|_| *verb != "create"),
+                why: r.why,
+            };
+            if !out.iter().any(|o| {
+                (o.group, o.resource, o.verb, o.namespace, o.name)
+                    == (n.group, n.resource, n.verb, n.namespace, n.name)
+            }) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// The rules of the shipped ClusterRole: every row not in one namespace, verbs merged per
+/// (group, resource), groups and resources sorted, verbs in RBAC's usual order.
+pub fn cluster_role_rules() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
+    const ORDER: [&str; 8] = [
+        "get",
+        "list",
+        "watch",
+        "create",
+        "update",
+        "patch",
+        "delete",
+        "deletecollection",
+    ];
+    let mut merged: std::collections::BTreeMap<(&str, &str), Vec<&str>> = Default::default();
+    for r in RULES.iter().filter(|r| r.namespace.is_none()) {
+        let verbs = merged.entry((r.group, r.resource)).or_default();
+        for v in r.verbs {
+            if !verbs.contains(v) {
+                verbs.push(v);
+            }
+        }
+    }
+    merged
+        .into_iter()
+        .map(|((g, res), mut verbs)| {
+            verbs.sort_by_key(|v| ORDER.iter().position(|o| o == v).unwrap_or(ORDER.len()));
+            (g, res, verbs)
+        })
+        .collect()
+}
+
+/// `deploy/rbac.yaml`: the namespace `nodedown` and its ServiceAccount `nodedown`, the
+/// ClusterRole of [`cluster_role_rules`], a Role (and its binding) per namespaced rule (the
+/// lock's Lease, by name where RBAC allows), and the ClusterRoleBinding.
+pub fn rbac_yaml() -> String {
+    let mut out = String::from(
+        "# Generated from src/plan/access.rs (the table nodedown's preflight checks against);\n\
+         # regenerate with `NODEDOWN_BLESS=1 cargo test --test rbac`. Least privilege for\n\
+         # `nodedown run` and `nodedown qualify` on a cluster nodedown does not create.\n\
+         apiVersion: v1\n\
+         kind: Namespace\n\
+         metadata:\n  name: nodedown\n\
+         ---\n\
+         apiVersion: v1\n\
+         kind: ServiceAccount\n\
+         metadata:\n  name: nodedown\n  namespace: nodedown\n\
+         ---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\n\
+         kind: ClusterRole\n\
+         metadata:\n  name: nodedown\n\
+         rules:\n",
+    );
+    for (group, resource, verbs) in cluster_role_rules() {
+        out.push_str(&format!(
+            "  - apiGroups: [\"{group}\"]\n    resources: [\"{resource}\"]\n    verbs: [{}]\n",
+            verbs
+                .iter()
+                .map(|v| format!("\"{v}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for r in RULES.iter().filter(|r| r.namespace.is_some()) {
+        let ns = r.namespace.unwrap_or_default();
+        let quoted = |verbs: &[&str]| {
+            verbs
+                .iter()
+                .map(|v| format!("\"{v}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (unnamed, named): (Vec<&str>, Vec<&str>) = r
+            .verbs
+            .iter()
+            .partition(|v| **v == "create" || r.name.is_none());
+        out.push_str(&format!(
+            "---\n# {}\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: nodedown\n  namespace: {ns}\nrules:\n",
+            r.why
+        ));
+        if !unnamed.is_empty() {
+            out.push_str(&format!(
+                "  - apiGroups: [\"{}\"]\n    resources: [\"{}\"]\n    verbs: [{}]\n",
+                r.group,
+                r.resource,
+                quoted(&unnamed)
+            ));
+        }
+        if let (false, Some(name)) = (named.is_empty(), r.name) {
+            out.push_str(&format!(
+                "  - apiGroups: [\"{}\"]\n    resources: [\"{}\"]\n    resourceNames: [\"{name}\"]\n    verbs: [{}]\n",
+                r.group,
+                r.resource,
+                quoted(&named)
+            ));
+        }
+        out.push_str(&format!(
+            "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: nodedown\n  namespace: {ns}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: nodedown\nsubjects:\n  - kind: ServiceAccount\n    name: nodedown\n    namespace: nodedown\n"
+        ));
+    }
+    out.push_str(
+        "---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\n\
+         kind: ClusterRoleBinding\n\
+         metadata:\n  name: nodedown\n\
+         roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: nodedown\n\
+         subjects:\n  - kind: ServiceAccount\n    name: nodedown\n    namespace: nodedown\n",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixtures::{planned, secs};
+    use crate::spec::Expectations;
+    use std::time::Duration;
+
+    fn setting(backend: Backend) -> Setting {
+        Setting {
+            backend,
+            acks: true,
+        }
+    }
+
+    fn has(needs: &[Need], verb: &str, resource: &str) -> bool {
+        needs
+            .iter()
+            .any(|n| n.verb == verb && n.resource == resource)
+    }
+
+    #[test]
+    fn a_run_needs_what_its_fault_and_remediation_do_and_no_more() {
+        let taint = planned(
+            "node-shutdown",
+            "oos",
+            1,
+            RemediationSpec::OutOfServiceTaint {
+                after: Duration::ZERO,
+                fence: false,
+            },
+            secs(60),
+            Expectations::default(),
+        );
+        let needs = needed(&[(&taint, setting(Backend::Docker))]);
+        assert!(has(&needs, "update", "nodes"), "the taint");
+        assert!(has(&needs, "create", "leases"), "the lock");
+        assert!(!has(&needs, "delete", "nodes"));
+        assert!(!has(&needs, "create", "pods/proxy"), "no agent");
+        assert!(!has(&needs, "get", "csidrivers"), "best effort only");
+        let lease = needs.iter().find(|n| n.resource == "leases").unwrap();
+        assert_eq!(
+            lease.describe(),
+            "get leases.coordination.k8s.io nodedown in namespace default"
+        );
+        let create = needs
+            .iter()
+            .find(|n| n.resource == "leases" && n.verb == "create")
+            .unwrap();
+        assert_eq!(create.name, None, "RBAC cannot limit create by name");
+        let fd = planned(
+            "node-shutdown",
+            "fd",
+            1,
+            RemediationSpec::ForceDeletePod {
+                after: Duration::ZERO,
+            },
+            secs(60),
+            Expectations::default(),
+        );
+        let needs = needed(&[(&fd, setting(Backend::Agent))]);
+        assert!(has(&needs, "delete", "pods"), "the force delete");
+        assert!(!has(&needs, "update", "nodes"));
+        assert!(has(&needs, "create", "pods/proxy"), "the agent's orders");
+        let d = needs
+            .iter()
+            .find(|n| n.verb == "delete" && n.resource == "pods")
+            .unwrap();
+        assert_eq!(d.describe(), "delete pods (all namespaces / cluster-wide)");
+    }
+
+    #[test]
+    fn the_role_holds_every_rule_merged() {
+        let rules = cluster_role_rules();
+        let nodes = rules
+            .iter()
+            .find(|(g, r, _)| g.is_empty() && *r == "nodes")
+            .unwrap();
+        assert_eq!(
+            nodes.2,
+            vec!["get", "list", "watch", "create", "update", "delete"]
+        );
+        for r in RULES.iter().filter(|r| r.namespace.is_none()) {
+            let (_, _, verbs) = rules
+                .iter()
+                .find(|(g, res, _)| *g == r.group && *res == r.resource)
+                .unwrap();
+            assert!(r.verbs.iter().all(|v| verbs.contains(v)), "{r:?}");
+        }
+    }
+}
