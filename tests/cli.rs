@@ -935,3 +935,24 @@ fn metrics_are_refused_where_there_are_none_yet_and_a_bad_gateway_url_is_bad_inp
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("/runs --format prometheus"), "{stderr}");
 }
+
+/// In the cluster it faults, nodedown must know the node it runs on: refused (exit 2) before
+/// any cluster is reached when `--runner-node` is missing.
+#[test]
+fn in_cluster_without_the_runner_node_is_refused() {
+    let out = nodedown()
+        .args([
+            "run",
+            "experiments/smoke.yaml",
+            "--context",
+            "in-cluster",
+            "--allow-context",
+            "in-cluster",
+        ])
+        .env_remove("NODEDOWN_RUNNER_NODE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("give --runner-node"), "{stderr}");
+}

@@ -2378,3 +2378,179 @@ fn the_shipped_role_runs_the_smoke_and_a_missing_verb_is_refused_before_anything
     );
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// What the in-cluster test made, deleted however it ends.
+struct InClusterObjects;
+
+impl Drop for InClusterObjects {
+    fn drop(&mut self) {
+        let _ = kubectl(
+            &[
+                "-n",
+                "nodedown",
+                "delete",
+                "--ignore-not-found",
+                "cronjob/nodedown",
+                "job/nodedown-first",
+                "configmap/nodedown-experiments",
+            ],
+            None,
+        );
+        let _ = kubectl(
+            &["delete", "--ignore-not-found", "-f", "deploy/rbac.yaml"],
+            None,
+        );
+    }
+}
+
+/// The YAML documents of a file under deploy/, as JSON values.
+fn deploy_docs(name: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(Path::new("deploy").join(name))
+        .unwrap()
+        .split("\n---\n")
+        .map(|d| serde_saphyr::from_str(d).unwrap())
+        .collect()
+}
+
+/// nodedown inside the cluster it tests: deploy/rbac.yaml, the ConfigMap of deploy/job.yaml
+/// (its experiment on testenv's shared class) and deploy/cronjob.yaml with nodedown's exported
+/// image; the CronJob's first run started by hand (`create job --from=cronjob/…`). It runs as
+/// the ServiceAccount, faults through the node agent, never the node it runs on, writes its
+/// results to its volume (here a host directory this machine shares with the nodes) and its
+/// summary to the pod log.
+#[test]
+fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
+    let _g = lock_cluster();
+    let _cleanup = InClusterObjects;
+    let applied = kubectl(&["apply", "-f", "deploy/rbac.yaml"], None);
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let image = exported_image();
+    // The shipped Job as a user would apply it (placeholders filled): the API server takes it.
+    let job = std::fs::read_to_string("deploy/job.yaml")
+        .unwrap()
+        .replace("NODEDOWN_IMAGE", &image)
+        .replace("NODEDOWN_STORAGE_CLASS", "nodedown-shared");
+    let checked = kubectl(&["apply", "--dry-run=server", "-f", "-"], Some(&job));
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    // The ConfigMap, its experiment on testenv's storage.
+    let mut config_map = deploy_docs("job.yaml").remove(0);
+    let experiment = config_map["data"]["kubelet-stop.yaml"]
+        .as_str()
+        .unwrap()
+        .replace("NODEDOWN_STORAGE_CLASS", "nodedown-shared");
+    config_map["data"]["kubelet-stop.yaml"] = serde_json::Value::String(experiment);
+    let applied = kubectl(&["apply", "-f", "-"], Some(&config_map.to_string()));
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    // The CronJob: the image; a throwaway cluster's container nodes (--test-nodes); results on
+    // the directory the nodes share with this machine.
+    let results = format!("in-cluster-{}", std::process::id());
+    let mut cron = deploy_docs("cronjob.yaml").remove(0);
+    let pod = &mut cron["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    let text = pod.to_string().replace("NODEDOWN_IMAGE", &image);
+    *pod = serde_json::from_str(&text).unwrap();
+    pod["containers"][0]["args"]
+        .as_array_mut()
+        .unwrap()
+        .push("--test-nodes".into());
+    pod["volumes"][1] = serde_json::json!({
+        "name": "results",
+        "hostPath": {"path": format!("/mnt/nodedown-shared/{results}"), "type": "DirectoryOrCreate"}
+    });
+    let applied = kubectl(&["apply", "-f", "-"], Some(&cron.to_string()));
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let started = kubectl(
+        &[
+            "-n",
+            "nodedown",
+            "create",
+            "job",
+            "nodedown-first",
+            "--from=cronjob/nodedown",
+        ],
+        None,
+    );
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let waited = kubectl(
+        &[
+            "-n",
+            "nodedown",
+            "wait",
+            "--for=condition=complete",
+            "job/nodedown-first",
+            "--timeout=600s",
+        ],
+        None,
+    );
+    let logs = kubectl(&["-n", "nodedown", "logs", "job/nodedown-first"], None);
+    let log =
+        String::from_utf8_lossy(&logs.stdout).to_string() + &String::from_utf8_lossy(&logs.stderr);
+    assert!(waited.status.success(), "the Job did not complete: {log}");
+    assert!(
+        log.contains("1 run: 1 passed"),
+        "the summary in the pod log: {log}"
+    );
+    // Where the runner ran, and what the run faulted.
+    let pods = kubectl_json(&[
+        "-n",
+        "nodedown",
+        "get",
+        "pods",
+        "-l",
+        "job-name=nodedown-first",
+    ]);
+    let runner_node = pods["items"][0]["spec"]["nodeName"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let host_dir = Path::new(crate_shared_dir()).join(&results).join("runs");
+    let invocation = std::fs::read_dir(&host_dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", host_dir.display()))
+        .flatten()
+        .next()
+        .expect("one invocation's directory")
+        .path();
+    let report: nodedown::report::Report = nodedown::report::json::from_str(
+        &std::fs::read_to_string(invocation.join("results.json")).unwrap(),
+    )
+    .unwrap();
+    let run = &report.experiments[0].runs[0];
+    assert_eq!(run.verdict, nodedown::report::Verdict::Pass, "{run:#?}");
+    let target = run.target_node.clone().expect("a target node");
+    assert_ne!(
+        target, runner_node,
+        "the runner's own node is never faulted"
+    );
+    assert!(
+        run.replacement_node.as_deref() != Some(runner_node.as_str()),
+        "no workload on the runner's node"
+    );
+    let session = std::fs::read_to_string(invocation.join("session.json")).unwrap();
+    assert!(session.contains("\"context\": \"in-cluster\""), "{session}");
+    let _ = std::fs::remove_dir_all(Path::new(crate_shared_dir()).join(&results));
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}
+
+/// testenv's host directory behind /mnt/nodedown-shared in every node.
+fn crate_shared_dir() -> &'static str {
+    nodedown::vocab::DEFAULT_SHARED_DIR
+}

@@ -79,9 +79,21 @@ pub struct RunArgs {
     /// Keep a cluster this run created (by default it is deleted at the end).
     #[arg(help_heading = "Cluster", long)]
     pub retain: bool,
-    /// Use an existing cluster through this kubeconfig context (no kind).
+    /// Use an existing cluster through this kubeconfig context (no kind); `in-cluster`: the
+    /// cluster this runs in, through its pod's service account (also the default in a pod
+    /// without a kubeconfig).
     #[arg(help_heading = "Cluster", long)]
     pub context: Option<String>,
+    /// The node nodedown itself runs on, when it runs in the cluster it faults: never faulted,
+    /// in no lane, no workload pod placed there. Required in the cluster (deploy/job.yaml sets
+    /// it from the downward API, spec.nodeName).
+    #[arg(
+        help_heading = "Cluster",
+        long,
+        env = "NODEDOWN_RUNNER_NODE",
+        value_name = "NODE"
+    )]
+    pub runner_node: Option<String>,
     /// Run each variant this many times (overrides `repeat`).
     #[arg(help_heading = "What runs", long)]
     pub repeat: Option<u32>,
@@ -551,11 +563,17 @@ fn refuse(
         return Ok(Refusal::DryRun);
     }
     if crate::runner::targets_existing(experiments, cluster_opts) {
-        let allowed = crate::runner::resolve_context(args.context.as_deref())
+        let context = crate::runner::resolve_context(args.context.as_deref());
+        let allowed = context
+            .as_ref()
             .map_err(|e| e.to_string())
-            .and_then(|ctx| crate::runner::guard(&ctx, args.allow_context.as_deref()));
+            .and_then(|ctx| crate::runner::guard(ctx, args.allow_context.as_deref()));
         if let Err(e) = allowed {
             error(e);
+            return Err(EXIT_BAD_INPUT);
+        }
+        if context.is_ok_and(|c| c == crate::cluster::IN_CLUSTER) && args.runner_node.is_none() {
+            error("in the cluster it faults, nodedown must know the node it runs on: give --runner-node (NODEDOWN_RUNNER_NODE from the downward API's spec.nodeName, as deploy/job.yaml sets it)");
             return Err(EXIT_BAD_INPUT);
         }
     }
@@ -909,6 +927,7 @@ impl Invocation<'_> {
             allow_control_plane: args.allow_control_plane,
             fault_lease: args.fault_lease,
             ack_interval: args.ack_interval,
+            runner_node: args.runner_node.clone(),
         };
         let lanes = match self.lanes(env).await {
             Ok(l) => l,
@@ -955,7 +974,9 @@ impl Invocation<'_> {
             .list(&Default::default())
             .await
             .map_err(|e| format!("list nodes: {e}"))?;
-        let workers = runner::heal::schedulable_workers(&nodes.items);
+        let mut workers = runner::heal::schedulable_workers(&nodes.items);
+        // The node nodedown runs on is in no lane: nothing of a run goes there.
+        workers.retain(|w| Some(w) != self.args.runner_node.as_ref());
         let (need, laneable) = lanes::demand(self.runs, self.args.allow_control_plane);
         let count = lanes::lane_count(self.args.parallel, workers.len(), need, laneable);
         if count <= 1 {

@@ -257,11 +257,31 @@ fn client_of(config: kube::Config) -> Result<(kube::Client, String), ClusterErro
     Ok((client, url))
 }
 
-/// A kube client for an existing cluster: KUBECONFIG / ~/.kube/config, optionally a context;
-/// with the API server's URL.
+/// The context name of the cluster nodedown runs in, reached through its pod's service account
+/// (`--context in-cluster`, and the current context in a pod that has no kubeconfig).
+pub const IN_CLUSTER: &str = "in-cluster";
+
+/// Whether this process runs in a pod with a service account (the API server's address in the
+/// environment and the account's token mounted).
+pub fn in_a_pod() -> bool {
+    std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+        && Path::new("/var/run/secrets/kubernetes.io/serviceaccount/token").is_file()
+}
+
+/// A kube client for an existing cluster: KUBECONFIG / ~/.kube/config, optionally a context
+/// (`in-cluster`: the pod's service account); with the API server's URL.
 pub async fn client_for_context(
     context: Option<&str>,
 ) -> Result<(kube::Client, String), ClusterError> {
+    let no_kubeconfig = kube::config::Kubeconfig::read().is_err();
+    if context == Some(IN_CLUSTER) || (context.is_none() && no_kubeconfig && in_a_pod()) {
+        let config = kube::Config::incluster().map_err(|e| {
+            ClusterError::Kubeconfig(format!(
+                "context {IN_CLUSTER}: not in a pod with a service account ({e})"
+            ))
+        })?;
+        return client_of(config);
+    }
     let options = kube::config::KubeConfigOptions {
         context: context.map(str::to_string),
         ..Default::default()

@@ -504,8 +504,12 @@ pub fn resolve_context(context: Option<&str>) -> Result<String, ClusterError> {
     if let Some(c) = context {
         return Ok(c.to_string());
     }
-    let config =
-        kube::config::Kubeconfig::read().map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+    let config = match kube::config::Kubeconfig::read() {
+        Ok(c) => c,
+        // In a pod without a kubeconfig: its service account.
+        Err(_) if crate::cluster::in_a_pod() => return Ok(crate::cluster::IN_CLUSTER.into()),
+        Err(e) => return Err(ClusterError::Kubeconfig(e.to_string())),
+    };
     config.current_context.ok_or_else(|| {
         ClusterError::Kubeconfig(
             "the kubeconfig names no current context; give --context".to_string(),

@@ -127,6 +127,8 @@ pub struct RunSettings {
     pub fault_lease: Option<Duration>,
     /// How often the ledgers' acks are polled, or not at all.
     pub ack_interval: crate::observe::AckInterval,
+    /// The node nodedown itself runs on (in the cluster): never faulted, no workload there.
+    pub runner_node: Option<String>,
 }
 
 /// A healer for the cluster of `env`.
@@ -616,6 +618,7 @@ impl Steps {
             })
             .collect();
         let mut workers = heal::schedulable_workers(&in_zone);
+        workers.retain(|w| Some(w) != self.settings.runner_node.as_ref());
         workers.sort();
         match zone {
             Some(z) if workers.is_empty() => Err(StepError::Precondition(format!(
@@ -643,6 +646,7 @@ impl Steps {
                 .map(|l| l.nodes.clone())
                 .unwrap_or_default(),
             homes: self.homes().await?,
+            avoid: self.settings.runner_node.clone(),
         };
         self.progress
             .step(&format!("setup: namespace {}", workload.namespace));
@@ -886,6 +890,12 @@ impl Steps {
             .items;
         let mut faults = Vec::new();
         for node in &steady.nodes {
+            if Some(node) == self.settings.runner_node.as_ref() {
+                return Err(StepError::Precondition(format!(
+                    "{} runs on {node}, the node nodedown itself runs on: refusing to fault it",
+                    steady.pod
+                )));
+            }
             if !self.settings.allow_control_plane {
                 let n = all
                     .iter()

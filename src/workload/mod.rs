@@ -177,6 +177,9 @@ pub struct Workload {
     /// replacement can go elsewhere): instance i on `homes[i % len]` — one node for a fleet, a
     /// zone's nodes for a zone outage. Empty: where the scheduler likes.
     pub homes: Vec<String>,
+    /// A node the pods must never run on: the one nodedown itself runs on, in the cluster
+    /// (required node affinity `NotIn`).
+    pub avoid: Option<String>,
 }
 
 /// How the workload's storage and evidence are reached from the harness's machine.
@@ -276,6 +279,9 @@ impl Workload {
                     let mut sts = statefulset(spec, &name, image, self.preloaded, run_id);
                     if let Some(pod) = sts.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
                         place(pod, &self.nodes, self.home(i));
+                        if let Some(node) = &self.avoid {
+                            avoid_node(pod, node);
+                        }
                     }
                     create(client, ns, &sts, &format!("StatefulSet {name}")).await?;
                 }
@@ -295,6 +301,9 @@ impl Workload {
                 let mut deploy = deployment(spec, image, self.preloaded, run_id);
                 if let Some(pod) = deploy.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
                     place(pod, &self.nodes, self.home(0));
+                    if let Some(node) = &self.avoid {
+                        avoid_node(pod, node);
+                    }
                 }
                 create(client, ns, &deploy, "Deployment").await?;
             }
@@ -502,6 +511,37 @@ pub fn place(pod: &mut k8s_openapi::api::core::v1::PodSpec, nodes: &[String], ho
     pod.affinity
         .get_or_insert_with(Default::default)
         .node_affinity = Some(serde_json::from_value(affinity).expect("valid node affinity"));
+}
+
+/// Keeps a pod template off `node` (the node nodedown runs on, in the cluster): a required
+/// `kubernetes.io/hostname NotIn [node]` in every node selector term (one term when there was
+/// none), so neither the first pod nor a replacement goes there.
+pub fn avoid_node(pod: &mut k8s_openapi::api::core::v1::PodSpec, node: &str) {
+    use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+    let not_there = NodeSelectorRequirement {
+        key: "kubernetes.io/hostname".into(),
+        operator: "NotIn".into(),
+        values: Some(vec![node.to_string()]),
+    };
+    let required = pod
+        .affinity
+        .get_or_insert_with(Default::default)
+        .node_affinity
+        .get_or_insert_with(Default::default)
+        .required_during_scheduling_ignored_during_execution
+        .get_or_insert_with(|| NodeSelector {
+            node_selector_terms: vec![],
+        });
+    if required.node_selector_terms.is_empty() {
+        required
+            .node_selector_terms
+            .push(NodeSelectorTerm::default());
+    }
+    for term in &mut required.node_selector_terms {
+        term.match_expressions
+            .get_or_insert_with(Vec::new)
+            .push(not_there.clone());
+    }
 }
 
 /// Creates `obj` in namespace `ns`; `what` names its kind in the error.
@@ -741,6 +781,7 @@ mod tests {
             storage: StorageAccess::default(),
             nodes: vec![],
             homes: vec![],
+            avoid: None,
         };
         assert_eq!(w.volume_owners(), vec!["ledger".to_string()]);
         assert_eq!(w.target_pod("ledger-0"), None);
@@ -790,6 +831,7 @@ mod tests {
             storage: StorageAccess::default(),
             nodes: vec!["w1".into(), "w2".into()],
             homes: vec!["w1".into()],
+            avoid: Some("w2".into()),
         };
         assert_eq!(w.instance_names(), ["ledger", "ledger-i1", "ledger-i2"]);
         assert_eq!(
@@ -806,6 +848,40 @@ mod tests {
         );
         let mut pod = s.template.spec.clone().unwrap();
         place(&mut pod, &w.nodes, w.home(1));
+        // The runner's own node, kept out in every term (here the lane's one).
+        let mut kept_off = pod.clone();
+        avoid_node(&mut kept_off, w.avoid.as_deref().unwrap());
+        let term = &kept_off
+            .affinity
+            .unwrap()
+            .node_affinity
+            .unwrap()
+            .required_during_scheduling_ignored_during_execution
+            .unwrap()
+            .node_selector_terms;
+        assert_eq!(term.len(), 1);
+        let exprs = term[0].match_expressions.as_ref().unwrap();
+        assert_eq!(
+            (exprs[1].operator.as_str(), exprs[1].values.as_deref()),
+            ("NotIn", Some(&["w2".to_string()][..]))
+        );
+        let mut anywhere = k8s_openapi::api::core::v1::PodSpec::default();
+        avoid_node(&mut anywhere, "w9");
+        assert_eq!(
+            anywhere
+                .affinity
+                .unwrap()
+                .node_affinity
+                .unwrap()
+                .required_during_scheduling_ignored_during_execution
+                .unwrap()
+                .node_selector_terms[0]
+                .match_expressions
+                .as_ref()
+                .unwrap()
+                .len(),
+            1
+        );
         let na = pod.affinity.unwrap().node_affinity.unwrap();
         let required = &na
             .required_during_scheduling_ignored_during_execution
