@@ -1896,10 +1896,25 @@ fn qualify_turns_a_testdriver_file_into_a_sheet() {
             .arg(&q),
     );
     assert_eq!(res.status.code(), Some(0));
-    let row_file = std::fs::read_to_string(q.join("experiments/power-off-taint.yaml")).unwrap();
-    assert!(
-        row_file.contains("seen: [volume-detached, volume-attached]"),
-        "the class attaches, as its CSIDriver says: {row_file}"
+    let row_path = q.join("experiments/power-off-taint.yaml");
+    let row_exp =
+        nodedown::spec::parse_str(&std::fs::read_to_string(&row_path).unwrap(), &row_path)
+            .expect("the row's file is an experiment `nodedown run` reads");
+    let seen = &row_exp.variants[0]
+        .expect
+        .as_ref()
+        .unwrap()
+        .phases
+        .as_ref()
+        .unwrap()
+        .seen;
+    assert_eq!(
+        seen,
+        &[
+            nodedown::timeline::Phase::VolumeDetached,
+            nodedown::timeline::Phase::VolumeAttached
+        ],
+        "the class attaches, as its CSIDriver says"
     );
     let sheet: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(q.join("sheet.json")).unwrap()).unwrap();
@@ -2553,4 +2568,102 @@ fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
 /// testenv's host directory behind /mnt/nodedown-shared in every node.
 fn crate_shared_dir() -> &'static str {
     nodedown::vocab::DEFAULT_SHARED_DIR
+}
+
+/// The Helm release of the chart test, uninstalled however the test ends.
+struct HelmRelease(PathBuf);
+
+impl Drop for HelmRelease {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.0)
+            .args([
+                "--kube-context",
+                &context(),
+                "uninstall",
+                "nd",
+                "--namespace",
+                "nodedown-helm",
+            ])
+            .output();
+        let _ = kubectl(
+            &["delete", "namespace", "nodedown-helm", "--ignore-not-found"],
+            None,
+        );
+    }
+}
+
+/// The Helm chart installed into testenv with the real helm (no schedule: one Job), its
+/// experiment on testenv's storage: the release's ServiceAccount runs it to a pass, its results
+/// on the host directory the nodes share.
+#[test]
+fn the_helm_chart_installs_and_its_job_runs_an_experiment() {
+    let _g = lock_cluster();
+    let helm = std::env::var_os("NODEDOWN_HELM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/nodedown/helm-v4.3.2/helm"));
+    let _release = HelmRelease(helm.clone());
+    let image = exported_image();
+    let (repository, tag) = image.rsplit_once(':').unwrap();
+    let results = format!("helm-{}", std::process::id());
+    let experiment = "name: helm-kubelet-stop\ncluster: {provider: existing}\nworkload: {kind: writer, storageClass: nodedown-shared, size: 1Gi}\nfault: {kind: kubelet-stop, target: {nodeOf: writer-0}}\nremediation: {kind: out-of-service-taint, after: 0s}\ntimeouts: {recovery: 3m}\nexpect: {recovered: true}\n";
+    let values = serde_json::json!({
+        "image": {"repository": repository, "tag": tag},
+        "schedule": "",
+        "experiments": {"kubelet-stop.yaml": experiment},
+        "extraArgs": ["--test-nodes"],
+        "results": {"hostPath": format!("/mnt/nodedown-shared/{results}")},
+    });
+    let out = tempdir();
+    let values_file = out.path().join("values.json");
+    std::fs::write(&values_file, values.to_string()).unwrap();
+    let installed = Command::new(&helm)
+        .args([
+            "--kube-context",
+            &context(),
+            "install",
+            "nd",
+            "charts/nodedown",
+            "--namespace",
+            "nodedown-helm",
+            "--create-namespace",
+            "--values",
+        ])
+        .arg(&values_file)
+        .output()
+        .unwrap();
+    assert!(
+        installed.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&installed.stdout),
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let waited = kubectl(
+        &[
+            "-n",
+            "nodedown-helm",
+            "wait",
+            "--for=condition=complete",
+            "job/nd",
+            "--timeout=600s",
+        ],
+        None,
+    );
+    let logs = kubectl(&["-n", "nodedown-helm", "logs", "job/nd"], None);
+    let log =
+        String::from_utf8_lossy(&logs.stdout).to_string() + &String::from_utf8_lossy(&logs.stderr);
+    assert!(
+        waited.status.success(),
+        "the release's Job did not complete: {log}"
+    );
+    assert!(log.contains("1 run: 1 passed"), "{log}");
+    let host_dir = Path::new(crate_shared_dir()).join(&results).join("runs");
+    let invocation = std::fs::read_dir(&host_dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", host_dir.display()))
+        .flatten()
+        .next()
+        .expect("one invocation's directory")
+        .path();
+    assert!(invocation.join("results.json").is_file());
+    let _ = std::fs::remove_dir_all(Path::new(crate_shared_dir()).join(&results));
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }

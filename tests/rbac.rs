@@ -11,6 +11,15 @@ fn the_shipped_role_is_the_preflights_table() {
     if std::env::var_os("NODEDOWN_BLESS").is_some() {
         std::fs::write(&path, &want).unwrap();
     }
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/nodedown/templates/rbac.yaml");
+    let chart_want = nodedown::plan::access::rbac_chart_template();
+    if std::env::var_os("NODEDOWN_BLESS").is_some() {
+        std::fs::write(&chart, &chart_want).unwrap();
+    }
+    assert!(
+        std::fs::read_to_string(&chart).unwrap_or_default() == chart_want,
+        "charts/nodedown/templates/rbac.yaml is not what src/plan/access.rs gives; rerun with NODEDOWN_BLESS=1"
+    );
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         have == want,

@@ -474,56 +474,92 @@ pub fn cluster_role_rules() -> Vec<(&'static str, &'static str, Vec<&'static str
         .collect()
 }
 
+/// How the RBAC objects are named: the ServiceAccount's name and namespace, the name of the
+/// cluster-scoped objects and of the Role in the lock's namespace, and whether the
+/// ServiceAccount's namespace is made too.
+struct Naming<'a> {
+    header: &'a str,
+    account: &'a str,
+    namespace: &'a str,
+    cluster_name: &'a str,
+    make_namespace: bool,
+}
+
 /// `deploy/rbac.yaml`: the namespace `nodedown` and its ServiceAccount `nodedown`, the
 /// ClusterRole of [`cluster_role_rules`], a Role (and its binding) per namespaced rule (the
 /// lock's Lease, by name where RBAC allows), and the ClusterRoleBinding.
 pub fn rbac_yaml() -> String {
-    let mut out = String::from(
-        "# Generated from src/plan/access.rs (the table nodedown's preflight checks against);\n\
-         # regenerate with `NODEDOWN_BLESS=1 cargo test --test rbac`. Least privilege for\n\
-         # `nodedown run` and `nodedown qualify` on a cluster nodedown does not create.\n\
-         apiVersion: v1\n\
-         kind: Namespace\n\
-         metadata:\n  name: nodedown\n\
-         ---\n\
-         apiVersion: v1\n\
-         kind: ServiceAccount\n\
-         metadata:\n  name: nodedown\n  namespace: nodedown\n\
-         ---\n\
-         apiVersion: rbac.authorization.k8s.io/v1\n\
-         kind: ClusterRole\n\
-         metadata:\n  name: nodedown\n\
-         rules:\n",
+    rbac_text(&Naming {
+        header:
+            "# Generated from src/plan/access.rs (the table nodedown's preflight checks against);\n\
+                 # regenerate with `NODEDOWN_BLESS=1 cargo test --test rbac`. Least privilege for\n\
+                 # `nodedown run` and `nodedown qualify` on a cluster nodedown does not create.\n",
+        account: "nodedown",
+        namespace: "nodedown",
+        cluster_name: "nodedown",
+        make_namespace: true,
+    })
+}
+
+/// The Helm chart's `templates/rbac.yaml`: the same objects for the release (its name, in its
+/// namespace; the cluster-scoped ones named `<namespace>-<release>`).
+pub fn rbac_chart_template() -> String {
+    rbac_text(&Naming {
+        header: "# Generated from src/plan/access.rs, as deploy/rbac.yaml; regenerate with\n\
+                 # `NODEDOWN_BLESS=1 cargo test --test rbac`.\n",
+        account: "{{ .Release.Name }}",
+        namespace: "{{ .Release.Namespace }}",
+        cluster_name: "{{ .Release.Namespace }}-{{ .Release.Name }}",
+        make_namespace: false,
+    })
+}
+
+fn rbac_text(n: &Naming) -> String {
+    let quoted = |verbs: &[&str]| {
+        verbs
+            .iter()
+            .map(|v| format!("\"{v}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let subject = format!(
+        "subjects:\n  - kind: ServiceAccount\n    name: {}\n    namespace: {}\n",
+        n.account, n.namespace
     );
-    for (group, resource, verbs) in cluster_role_rules() {
-        out.push_str(&format!(
-            "  - apiGroups: [\"{group}\"]\n    resources: [\"{resource}\"]\n    verbs: [{}]\n",
-            verbs
-                .iter()
-                .map(|v| format!("\"{v}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
+    let mut docs: Vec<String> = Vec::new();
+    if n.make_namespace {
+        docs.push(format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n",
+            n.namespace
         ));
     }
+    docs.push(format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {}\n  namespace: {}\n",
+        n.account, n.namespace
+    ));
+    let mut role = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {}\nrules:\n",
+        n.cluster_name
+    );
+    for (group, resource, verbs) in cluster_role_rules() {
+        role.push_str(&format!(
+            "  - apiGroups: [\"{group}\"]\n    resources: [\"{resource}\"]\n    verbs: [{}]\n",
+            quoted(&verbs)
+        ));
+    }
+    docs.push(role);
     for r in RULES.iter().filter(|r| r.namespace.is_some()) {
         let ns = r.namespace.unwrap_or_default();
-        let quoted = |verbs: &[&str]| {
-            verbs
-                .iter()
-                .map(|v| format!("\"{v}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let (unnamed, named): (Vec<&str>, Vec<&str>) = r
             .verbs
             .iter()
             .partition(|v| **v == "create" || r.name.is_none());
-        out.push_str(&format!(
-            "---\n# {}\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: nodedown\n  namespace: {ns}\nrules:\n",
-            r.why
-        ));
+        let mut role = format!(
+            "# {}\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: {}\n  namespace: {ns}\nrules:\n",
+            r.why, n.cluster_name
+        );
         if !unnamed.is_empty() {
-            out.push_str(&format!(
+            role.push_str(&format!(
                 "  - apiGroups: [\"{}\"]\n    resources: [\"{}\"]\n    verbs: [{}]\n",
                 r.group,
                 r.resource,
@@ -531,26 +567,24 @@ pub fn rbac_yaml() -> String {
             ));
         }
         if let (false, Some(name)) = (named.is_empty(), r.name) {
-            out.push_str(&format!(
+            role.push_str(&format!(
                 "  - apiGroups: [\"{}\"]\n    resources: [\"{}\"]\n    resourceNames: [\"{name}\"]\n    verbs: [{}]\n",
                 r.group,
                 r.resource,
                 quoted(&named)
             ));
         }
-        out.push_str(&format!(
-            "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: nodedown\n  namespace: {ns}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: nodedown\nsubjects:\n  - kind: ServiceAccount\n    name: nodedown\n    namespace: nodedown\n"
+        docs.push(role);
+        docs.push(format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {name}\n  namespace: {ns}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: {name}\n{subject}",
+            name = n.cluster_name
         ));
     }
-    out.push_str(
-        "---\n\
-         apiVersion: rbac.authorization.k8s.io/v1\n\
-         kind: ClusterRoleBinding\n\
-         metadata:\n  name: nodedown\n\
-         roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: nodedown\n\
-         subjects:\n  - kind: ServiceAccount\n    name: nodedown\n    namespace: nodedown\n",
-    );
-    out
+    docs.push(format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {name}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: {name}\n{subject}",
+        name = n.cluster_name
+    ));
+    format!("{}{}", n.header, docs.join("---\n"))
 }
 
 #[cfg(test)]
