@@ -296,6 +296,18 @@ fn the_recordings_read_as_metrics() {
 /// the metrics of every recorded directory, a fleet's included.
 #[test]
 fn promtool_accepts_the_metrics() {
+    for name in [
+        "network-partition",
+        "node-shutdown",
+        "fleet",
+        "attach-detach-lanes",
+    ] {
+        promtool_check(name, &metrics_of(&fixture(name)));
+    }
+}
+
+/// `promtool check metrics` on `text`: exit 0, nothing said.
+fn promtool_check(name: &str, text: &str) {
     let promtool = std::env::var_os("NODEDOWN_PROMTOOL")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/cache/nodedown/promtool-v0.316.0/promtool"));
@@ -304,37 +316,29 @@ fn promtool_accepts_the_metrics() {
         "{} missing: scripts/test installs it (go install github.com/prometheus/prometheus/cmd/promtool@v0.316.0), or set NODEDOWN_PROMTOOL",
         promtool.display()
     );
-    for name in [
-        "network-partition",
-        "node-shutdown",
-        "fleet",
-        "attach-detach-lanes",
-    ] {
-        let text = metrics_of(&fixture(name));
-        let mut child = Command::new(&promtool)
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+    let mut child = Command::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
             .unwrap();
-        {
-            use std::io::Write;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(text.as_bytes())
-                .unwrap();
-        }
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
-            "{name}: promtool check metrics: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
     }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "{name}: promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A Pushgateway this test starts on a free local port (killed when dropped).
@@ -461,4 +465,57 @@ fn a_pushgateway_receives_the_metrics_and_a_push_replaces_the_group() {
         stderr.contains("push to http://127.0.0.1:9/metrics/job/nodedown"),
         "{stderr}"
     );
+}
+
+/// A qualification sheet's metrics (the committed reference sheet, made on testenv): each row's
+/// verdict and time to Ready as sheet.json says, and promtool accepts them.
+#[test]
+fn a_sheets_metrics_are_its_rows() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/qualification/nodedown-attach");
+    let text = metrics_of(&dir);
+    let samples = parse(&text);
+    let sheet: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sheet.json")).unwrap()).unwrap();
+    let rows = sheet["rows"].as_array().unwrap();
+    assert!(rows.len() >= 5);
+    for row in rows {
+        let id = row["id"].as_str().unwrap();
+        let verdict = row["verdict"].as_str().unwrap();
+        let of = |name: &str, extra: &[(&str, &str)]| {
+            samples
+                .iter()
+                .find(|s| {
+                    s.name == name
+                        && s.labels["row"] == id
+                        && extra.iter().all(|(k, v)| s.labels[*k] == *v)
+                })
+                .map(|s| s.value)
+        };
+        assert_eq!(
+            of("nodedown_qualify_row_verdict", &[("verdict", verdict)]),
+            Some(1.0),
+            "{id}"
+        );
+        assert_eq!(
+            of(
+                "nodedown_qualify_row_time_to_ready_seconds",
+                &[("stat", "p50")]
+            ),
+            row["timeToReady"]["p50Ms"].as_f64().map(|ms| ms / 1000.0),
+            "{id}"
+        );
+        if verdict != "not-applicable" {
+            assert_eq!(
+                of("nodedown_qualify_row_runs", &[]),
+                row["runs"].as_f64(),
+                "{id}"
+            );
+        }
+        let s = samples
+            .iter()
+            .find(|s| s.name == "nodedown_qualify_row_verdict" && s.labels["row"] == id)
+            .unwrap();
+        assert_eq!(s.labels["storage_class"], "nodedown-attach");
+    }
+    promtool_check("sheet", &text);
 }

@@ -159,6 +159,10 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         error("qualify writes its own experiments: give no experiment files (rerun a row with `nodedown run OUT/experiments/<row>.yaml`)");
         return EXIT_BAD_INPUT;
     }
+    if let Some(Err(e)) = args.run.pushgateway.as_deref().map(super::push::push_url) {
+        error(e);
+        return EXIT_BAD_INPUT;
+    }
     let driver = match &args.testdriver {
         Some(path) => match crate::spec::load_testdriver(path) {
             Ok((d, warnings)) => {
@@ -423,6 +427,10 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         args.run.parallel = Parallel::Auto;
     }
     let runs_dir = out.join("runs");
+    // The qualification's metrics are its sheet's and its runs', written (and pushed) once the
+    // sheet is made, not by the runs alone.
+    let metrics_file = args.run.metrics_file.take();
+    let pushgateway = args.run.pushgateway.take();
     let code = run::run(args.run, quiet).await;
     if let Some((journal, id, client)) = created {
         let api = kube::Api::<k8s_openapi::api::storage::v1::StorageClass>::all(client);
@@ -504,6 +512,29 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         "sheet: {}/{{sheet.json,sheet.md,sheet.html,sheet.junit.xml}}",
         out.display()
     );
+    if metrics_file.is_some() || pushgateway.is_some() {
+        let metrics = super::report::qualification_metrics(&s, &runs_dir);
+        if let Some(file) = &metrics_file {
+            if let Err(e) = run::write_replacing(file, &metrics) {
+                error(format!(
+                    "cannot write the metrics to {}: {e}",
+                    file.display()
+                ));
+                return EXIT_HARNESS;
+            }
+        }
+        if let Some(given) = &pushgateway {
+            let pushed = super::push::push_url(given)
+                .and_then(|url| super::push::push(&url, &metrics).map(|()| url));
+            match pushed {
+                Ok(url) => eprintln!("metrics pushed to {url}"),
+                Err(e) => {
+                    error(e);
+                    return EXIT_HARNESS;
+                }
+            }
+        }
+    }
     code
 }
 

@@ -72,13 +72,14 @@ fn emit(args: &ReportArgs, default: &Path, text: &str) -> u8 {
 /// HTML, JSON or JUnit.
 fn sheet(args: &ReportArgs, path: &Path) -> u8 {
     use crate::report::sheet;
-    if args.pushgateway.is_some() {
-        error(format!(
-            "--pushgateway pushes the metrics of runs, not of a sheet: give the qualification's runs, `nodedown report {}/runs --pushgateway URL`",
-            path.parent().unwrap_or(Path::new(".")).display()
-        ));
-        return EXIT_BAD_INPUT;
-    }
+    let push_to = match args.pushgateway.as_deref().map(super::push::push_url) {
+        Some(Err(e)) => {
+            error(e);
+            return EXIT_BAD_INPUT;
+        }
+        Some(Ok(url)) => Some(url),
+        None => None,
+    };
     let s = match crate::store::load_sheet(path) {
         Ok(s) => s,
         Err(e) => {
@@ -86,21 +87,35 @@ fn sheet(args: &ReportArgs, path: &Path) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
-    let text = match args.format {
-        Format::Prometheus => {
-            error(format!(
-                "--format prometheus writes the metrics of runs, not of a sheet: give the qualification's runs, `nodedown report {}/runs --format prometheus`",
-                path.parent().unwrap_or(Path::new(".")).display()
-            ));
-            return EXIT_BAD_INPUT;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let metrics = || qualification_metrics(&s, &dir.join("runs"));
+    if let Some(url) = &push_to {
+        if let Err(e) = super::push::push(url, &metrics()) {
+            error(e);
+            return EXIT_HARNESS;
         }
+        eprintln!("metrics pushed to {url}");
+    }
+    let text = match args.format {
+        Format::Prometheus => metrics(),
         Format::Markdown | Format::Table => sheet::markdown(&s),
         Format::Html => sheet::html(&s),
         Format::Json => serde_json::to_string_pretty(&s).expect("a sheet serializes") + "\n",
         Format::Junit => sheet::junit(&s),
     };
-    let dir = path.parent().unwrap_or(Path::new("."));
     emit(args, &dir.join("sheet.html"), &text)
+}
+
+/// A qualification's metrics: its sheet's rows, and its runs' when `runs` (its runs'
+/// directory) holds them.
+pub fn qualification_metrics(s: &crate::report::sheet::Sheet, runs: &Path) -> String {
+    let mut text = report::metrics::render_sheet(s);
+    if let Ok(r) = build(runs) {
+        if !r.experiments.is_empty() {
+            text.push_str(&report::metrics::render(&r));
+        }
+    }
+    text
 }
 
 pub fn tool_version() -> String {

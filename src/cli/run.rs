@@ -256,7 +256,7 @@ pub struct ToolArgs {
 
 /// Writes `text` to `file` through a temporary file beside it and a rename, so a reader (a
 /// textfile collector scraping meanwhile) sees the old file or the new one, never half of one.
-fn write_replacing(file: &Path, text: &str) -> std::io::Result<()> {
+pub(super) fn write_replacing(file: &Path, text: &str) -> std::io::Result<()> {
     let name = file
         .file_name()
         .ok_or_else(|| std::io::Error::other("not a file name"))?;

@@ -236,6 +236,12 @@ pub fn render(report: &Report) -> String {
         .samples
         .push((String::new(), report.not_run.len() as f64));
 
+    write(&fams)
+}
+
+/// The text of `fams`: HELP and TYPE once per family, then its samples; families with no
+/// sample left out.
+fn write(fams: &[Family]) -> String {
     let mut out = String::new();
     for f in fams.iter().filter(|f| !f.samples.is_empty()) {
         let _ = writeln!(out, "# HELP {} {}", f.name, escape_help(&f.help));
@@ -249,6 +255,91 @@ pub fn render(report: &Report) -> String {
         }
     }
     out
+}
+
+/// A qualification sheet as Prometheus text: each row's verdict (a state set), its runs and
+/// passes, its time to Ready (p50, p90, max of its runs, where observed); the rows by verdict.
+/// Labelled by the storage class, the driver and the Kubernetes version.
+pub fn render_sheet(sheet: &super::sheet::Sheet) -> String {
+    use super::sheet::RowVerdict;
+    let env = &sheet.environment;
+    let base = [
+        pair("storage_class", &env.storage_class),
+        pair("driver", env.driver.as_deref().unwrap_or_default()),
+        pair(
+            "kubernetes_version",
+            env.kubernetes.as_deref().unwrap_or_default(),
+        ),
+    ]
+    .join(",");
+    let with = |extra: &str| format!("{base},{extra}");
+    let mut fams: Vec<Family> = Vec::new();
+    let verdict = family(
+        &mut fams,
+        "nodedown_qualify_row_verdict",
+        "A qualification row's verdict: 1 for the row's, 0 for the others.",
+    );
+    let runs = family(
+        &mut fams,
+        "nodedown_qualify_row_runs",
+        "The runs of a qualification row.",
+    );
+    let passed = family(
+        &mut fams,
+        "nodedown_qualify_row_passed_runs",
+        "The runs of a qualification row that met its expectation.",
+    );
+    let ready = family(
+        &mut fams,
+        "nodedown_qualify_row_time_to_ready_seconds",
+        "A qualification row's time from the fault to Ready over its runs (stat: p50, p90, max; nearest rank). Absent when no run became Ready.",
+    );
+    let rows = family(
+        &mut fams,
+        "nodedown_qualify_rows",
+        "The qualification's rows by verdict.",
+    );
+    const VERDICTS: [RowVerdict; 4] = [
+        RowVerdict::Pass,
+        RowVerdict::Fail,
+        RowVerdict::Unknown,
+        RowVerdict::NotApplicable,
+    ];
+    for row in &sheet.rows {
+        let at = pair("row", &row.id);
+        for v in VERDICTS {
+            fams[verdict].samples.push((
+                with(&format!("{at},{}", pair("verdict", &kebab(&v)))),
+                flag(row.verdict == v),
+            ));
+        }
+        if row.verdict == RowVerdict::NotApplicable {
+            continue;
+        }
+        fams[runs].samples.push((with(&at), row.runs as f64));
+        fams[passed].samples.push((with(&at), row.passed as f64));
+        if let Some(s) = &row.time_to_ready {
+            let stats = [
+                ("p50", Some(s.p50_ms)),
+                ("p90", s.p90_ms),
+                ("max", Some(s.max_ms)),
+            ];
+            for (stat, ms) in stats {
+                if let Some(ms) = ms {
+                    fams[ready]
+                        .samples
+                        .push((with(&format!("{at},{}", pair("stat", stat))), secs(ms)));
+                }
+            }
+        }
+    }
+    for v in VERDICTS {
+        let n = sheet.rows.iter().filter(|r| r.verdict == v).count();
+        fams[rows]
+            .samples
+            .push((with(&pair("verdict", &kebab(&v))), n as f64));
+    }
+    write(&fams)
 }
 
 /// The run's labels: `experiment="…",variant="…",…` in [`RUN_LABELS`] order.
