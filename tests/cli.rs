@@ -960,3 +960,42 @@ fn in_cluster_without_the_runner_node_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("give --runner-node"), "{stderr}");
 }
+
+/// `--dry-run` on a cluster nodedown did not make lists the permissions the runs would use, from
+/// the table the invocation checks them against (no cluster reached).
+#[test]
+fn dry_run_on_an_existing_cluster_lists_the_permissions_the_runs_use() {
+    let out = nodedown()
+        .args([
+            "run",
+            "experiments/smoke.yaml",
+            "--context",
+            "some-cluster",
+            "--dry-run",
+            "--power-off",
+            "off {node}",
+            "--power-on",
+            "on {node}",
+            "--power-state",
+            "state {node}",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("permissions these runs use"), "{stdout}");
+    assert!(
+        stdout.contains("get, list, watch, update nodes")
+            && stdout.contains("out-of-service taint"),
+        "the smoke's taint needs update on nodes: {stdout}"
+    );
+    assert!(
+        !stdout.contains("pods/proxy"),
+        "no ledger, no agent: {stdout}"
+    );
+}

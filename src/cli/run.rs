@@ -560,6 +560,13 @@ fn refuse(
                 &not_run
             )
         );
+        if crate::runner::targets_existing(experiments, cluster_opts) {
+            let acks = args.ack_interval != crate::observe::AckInterval::Off;
+            print!(
+                "{}",
+                permissions_text(&runs, experiments, cluster_opts, acks)
+            );
+        }
         return Ok(Refusal::DryRun);
     }
     if crate::runner::targets_existing(experiments, cluster_opts) {
@@ -1285,6 +1292,57 @@ fn dry_run_text(
         for (i, a) in crate::plan::actions(run).iter().enumerate() {
             let _ = writeln!(s, "  {}. {a}", i + 1);
         }
+    }
+    s
+}
+
+/// The permissions the runs will use on an existing cluster (each run's fault through the
+/// backend it would use), from the table the invocation checks them against when it starts.
+fn permissions_text(
+    runs: &[crate::plan::PlannedRun],
+    experiments: &[(PathBuf, crate::spec::Experiment)],
+    opts: &ClusterOptions,
+    acks: bool,
+) -> String {
+    use crate::plan::access::{needed, Setting};
+    let caps = crate::runner::capabilities(experiments, opts);
+    let settings: Vec<(&crate::plan::PlannedRun, Setting)> = runs
+        .iter()
+        .map(|run| {
+            let backend =
+                crate::faults::choose(&caps, opts.node_control, run.fault.kind, run.fault.graceful)
+                    .map(|i| caps[i].backend)
+                    .unwrap_or_default();
+            (run, Setting { backend, acks })
+        })
+        .collect();
+    let mut s = String::from(
+        "\npermissions these runs use (asked of the API server when the invocation starts; deploy/rbac.yaml grants them):\n",
+    );
+    // One line per resource: its verbs, and what they are for.
+    let mut lines: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
+    for n in needed(&settings) {
+        let what = n.describe();
+        let what = what
+            .split_once(' ')
+            .map_or(what.as_str(), |(_, r)| r)
+            .to_string();
+        match lines.iter_mut().find(|(w, _, _)| *w == what) {
+            Some((_, verbs, whys)) => {
+                verbs.push(n.verb);
+                if !whys.contains(&n.why) {
+                    whys.push(n.why);
+                }
+            }
+            None => lines.push((what, vec![n.verb], vec![n.why])),
+        }
+    }
+    for (what, verbs, whys) in lines {
+        s.push_str(&format!(
+            "  - {} {what}: {}\n",
+            verbs.join(", "),
+            whys.join("; ")
+        ));
     }
     s
 }
