@@ -77,6 +77,18 @@ fn kubectl(args: &[&str], stdin: Option<&str>) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// [`kubectl`], which must succeed (its stderr in the failure).
+fn kubectl_ok(args: &[&str], stdin: Option<&str>) -> Output {
+    let out = kubectl(args, stdin);
+    assert!(
+        out.status.success(),
+        "kubectl {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn kubectl_json(args: &[&str]) -> serde_json::Value {
     let out = kubectl(&[args, &["-o", "json"]].concat(), None);
     assert!(
@@ -2258,14 +2270,9 @@ impl Drop for RbacObjects {
 /// A kubeconfig for the test cluster as ServiceAccount `nodedown/<sa>` (a token, the cluster's
 /// server and CA), its context named `sa-<sa>`.
 fn service_account_kubeconfig(dir: &Path, sa: &str) -> (PathBuf, String) {
-    let token = kubectl(
+    let token = kubectl_ok(
         &["-n", "nodedown", "create", "token", sa, "--duration", "1h"],
         None,
-    );
-    assert!(
-        token.status.success(),
-        "{}",
-        String::from_utf8_lossy(&token.stderr)
     );
     let token = String::from_utf8(token.stdout).unwrap().trim().to_string();
     let view = kubectl_json(&["config", "view", "--raw", "--minify"]);
@@ -2292,12 +2299,7 @@ fn service_account_kubeconfig(dir: &Path, sa: &str) -> (PathBuf, String) {
 fn the_shipped_role_runs_the_smoke_and_a_missing_verb_is_refused_before_anything() {
     let _g = lock_cluster();
     let _cleanup = RbacObjects;
-    let applied = kubectl(&["apply", "-f", "deploy/rbac.yaml"], None);
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
+    kubectl_ok(&["apply", "-f", "deploy/rbac.yaml"], None);
     // The same ClusterRole without `update` on nodes, for a second ServiceAccount.
     let role = kubectl_json(&["get", "clusterrole", "nodedown"]);
     let mut rules = role["rules"].as_array().unwrap().clone();
@@ -2331,12 +2333,7 @@ fn the_shipped_role_runs_the_smoke_and_a_missing_verb_is_refused_before_anything
              "subjects": [{"kind": "ServiceAccount", "name": "nodedown-less", "namespace": "nodedown"}]}
         ]
     });
-    let applied = kubectl(&["apply", "-f", "-"], Some(&less.to_string()));
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
+    kubectl_ok(&["apply", "-f", "-"], Some(&less.to_string()));
     let out = tempdir();
     let run_as = |sa: &str, dir: &Path| {
         let (kubeconfig, ctx) = service_account_kubeconfig(out.path(), sa);
@@ -2437,24 +2434,14 @@ fn deploy_docs(name: &str) -> Vec<serde_json::Value> {
 fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
     let _g = lock_cluster();
     let _cleanup = InClusterObjects;
-    let applied = kubectl(&["apply", "-f", "deploy/rbac.yaml"], None);
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
+    kubectl_ok(&["apply", "-f", "deploy/rbac.yaml"], None);
     let image = exported_image();
     // The shipped Job as a user would apply it (placeholders filled): the API server takes it.
     let job = std::fs::read_to_string("deploy/job.yaml")
         .unwrap()
         .replace("NODEDOWN_IMAGE", &image)
         .replace("NODEDOWN_STORAGE_CLASS", "nodedown-shared");
-    let checked = kubectl(&["apply", "--dry-run=server", "-f", "-"], Some(&job));
-    assert!(
-        checked.status.success(),
-        "{}",
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    kubectl_ok(&["apply", "--dry-run=server", "-f", "-"], Some(&job));
     // The ConfigMap, its experiment on testenv's storage.
     let mut config_map = deploy_docs("job.yaml").remove(0);
     let experiment = config_map["data"]["kubelet-stop.yaml"]
@@ -2462,12 +2449,7 @@ fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
         .unwrap()
         .replace("NODEDOWN_STORAGE_CLASS", "nodedown-shared");
     config_map["data"]["kubelet-stop.yaml"] = serde_json::Value::String(experiment);
-    let applied = kubectl(&["apply", "-f", "-"], Some(&config_map.to_string()));
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
+    kubectl_ok(&["apply", "-f", "-"], Some(&config_map.to_string()));
     // The CronJob: the image; a throwaway cluster's container nodes (--test-nodes); results on
     // the directory the nodes share with this machine.
     let results = format!("in-cluster-{}", std::process::id());
@@ -2483,13 +2465,8 @@ fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
         "name": "results",
         "hostPath": {"path": format!("/mnt/nodedown-shared/{results}"), "type": "DirectoryOrCreate"}
     });
-    let applied = kubectl(&["apply", "-f", "-"], Some(&cron.to_string()));
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
-    let started = kubectl(
+    kubectl_ok(&["apply", "-f", "-"], Some(&cron.to_string()));
+    kubectl_ok(
         &[
             "-n",
             "nodedown",
@@ -2499,11 +2476,6 @@ fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
             "--from=cronjob/nodedown",
         ],
         None,
-    );
-    assert!(
-        started.status.success(),
-        "{}",
-        String::from_utf8_lossy(&started.stderr)
     );
     let waited = kubectl(
         &[

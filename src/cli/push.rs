@@ -52,6 +52,28 @@ pub fn push(url: &str, text: &str) -> Result<(), String> {
     Err(format!("push to {url}: {status}: {}", body.trim()))
 }
 
+/// Pushes `text` to the group `given` names ([`push_url`]); says where on stderr unless
+/// `quiet`.
+pub fn push_to(given: &str, text: &str, quiet: bool) -> Result<(), String> {
+    let url = push_url(given)?;
+    push(&url, text)?;
+    if !quiet {
+        eprintln!("metrics pushed to {url}");
+    }
+    Ok(())
+}
+
+/// `--pushgateway`'s value checked before anything is done: `Err` is bad input (exit 2).
+pub fn check(given: Option<&str>) -> Result<(), u8> {
+    match given.map(push_url) {
+        Some(Err(e)) => {
+            super::error(e);
+            Err(super::EXIT_BAD_INPUT)
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::push_url;

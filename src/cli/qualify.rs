@@ -159,9 +159,8 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         error("qualify writes its own experiments: give no experiment files (rerun a row with `nodedown run OUT/experiments/<row>.yaml`)");
         return EXIT_BAD_INPUT;
     }
-    if let Some(Err(e)) = args.run.pushgateway.as_deref().map(super::push::push_url) {
-        error(e);
-        return EXIT_BAD_INPUT;
+    if let Err(code) = super::push::check(args.run.pushgateway.as_deref()) {
+        return code;
     }
     let driver = match &args.testdriver {
         Some(path) => match crate::spec::load_testdriver(path) {
@@ -524,14 +523,9 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
             }
         }
         if let Some(given) = &pushgateway {
-            let pushed = super::push::push_url(given)
-                .and_then(|url| super::push::push(&url, &metrics).map(|()| url));
-            match pushed {
-                Ok(url) => eprintln!("metrics pushed to {url}"),
-                Err(e) => {
-                    error(e);
-                    return EXIT_HARNESS;
-                }
+            if let Err(e) = super::push::push_to(given, &metrics, quiet) {
+                error(e);
+                return EXIT_HARNESS;
             }
         }
     }

@@ -72,14 +72,9 @@ fn emit(args: &ReportArgs, default: &Path, text: &str) -> u8 {
 /// HTML, JSON or JUnit.
 fn sheet(args: &ReportArgs, path: &Path) -> u8 {
     use crate::report::sheet;
-    let push_to = match args.pushgateway.as_deref().map(super::push::push_url) {
-        Some(Err(e)) => {
-            error(e);
-            return EXIT_BAD_INPUT;
-        }
-        Some(Ok(url)) => Some(url),
-        None => None,
-    };
+    if let Err(code) = super::push::check(args.pushgateway.as_deref()) {
+        return code;
+    }
     let s = match crate::store::load_sheet(path) {
         Ok(s) => s,
         Err(e) => {
@@ -89,12 +84,11 @@ fn sheet(args: &ReportArgs, path: &Path) -> u8 {
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     let metrics = || qualification_metrics(&s, &dir.join("runs"));
-    if let Some(url) = &push_to {
-        if let Err(e) = super::push::push(url, &metrics()) {
+    if let Some(given) = &args.pushgateway {
+        if let Err(e) = super::push::push_to(given, &metrics(), false) {
             error(e);
             return EXIT_HARNESS;
         }
-        eprintln!("metrics pushed to {url}");
     }
     let text = match args.format {
         Format::Prometheus => metrics(),
@@ -160,27 +154,21 @@ pub fn report(args: ReportArgs) -> u8 {
         ));
         return EXIT_BAD_INPUT;
     }
-    let push_to = match args.pushgateway.as_deref().map(super::push::push_url) {
-        Some(Err(e)) => {
-            error(e);
-            return EXIT_BAD_INPUT;
-        }
-        Some(Ok(url)) => Some(url),
-        None => None,
-    };
+    if let Err(code) = super::push::check(args.pushgateway.as_deref()) {
+        return code;
+    }
     match build(&args.run_dir) {
-        Ok(r) if r.experiments.is_empty() && push_to.is_some() => {
+        Ok(r) if r.experiments.is_empty() && args.pushgateway.is_some() => {
             error("--pushgateway pushes the metrics of runs: this directory holds simulated runs, whose figures are in curve.json");
             EXIT_BAD_INPUT
         }
         Ok(r) if r.experiments.is_empty() => simulated(&args),
         Ok(r) => {
-            if let Some(url) = &push_to {
-                if let Err(e) = super::push::push(url, &report::metrics::render(&r)) {
+            if let Some(given) = &args.pushgateway {
+                if let Err(e) = super::push::push_to(given, &report::metrics::render(&r), false) {
                     error(e);
                     return EXIT_HARNESS;
                 }
-                eprintln!("metrics pushed to {url}");
             }
             emit(
                 &args,

@@ -311,9 +311,8 @@ fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> st
 /// `nodedown run`: plan → refuse → dispatch → invoke → report. Each step returns the exit code
 /// that ends the invocation early (bad input: 2; the harness could not: 3).
 pub async fn run(args: RunArgs, quiet: bool) -> u8 {
-    if let Some(Err(e)) = args.pushgateway.as_deref().map(super::push::push_url) {
-        error(e);
-        return EXIT_BAD_INPUT;
+    if let Err(code) = super::push::check(args.pushgateway.as_deref()) {
+        return code;
     }
     let (experiments, runs) = match plan(&args) {
         Ok(p) => p,
@@ -732,17 +731,9 @@ fn report_and_exit(args: &RunArgs, quiet: bool, out: &Path) -> Result<u8, u8> {
             }
         }
         if let Some(given) = &args.pushgateway {
-            let pushed = super::push::push_url(given).and_then(|url| {
-                super::push::push(&url, &metrics)?;
-                Ok(url)
-            });
-            match pushed {
-                Ok(url) if !quiet => eprintln!("metrics pushed to {url}"),
-                Ok(_) => {}
-                Err(e) => {
-                    error(e);
-                    return Err(EXIT_HARNESS);
-                }
+            if let Err(e) = super::push::push_to(given, &metrics, quiet) {
+                error(e);
+                return Err(EXIT_HARNESS);
             }
         }
     }
