@@ -99,7 +99,10 @@ fn kubectl_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("kubectl json")
 }
 
-/// Nodes that are not Ready or carry the out-of-service taint (empty: the cluster is whole).
+/// Nodes that are not Ready or carry the out-of-service taint, and a word when a Node is
+/// missing (empty: the cluster is whole). A Node deleted by a `delete-node` remediation is
+/// missing, not a wrong cluster: it is reported here, not asserted (a SIGKILL mid-run may come
+/// after another lane deleted its Node).
 fn unhealthy_nodes() -> Vec<String> {
     let nodes = kubectl_json(&["get", "nodes"]);
     let mut bad = Vec::new();
@@ -118,11 +121,12 @@ fn unhealthy_nodes() -> Vec<String> {
             bad.push(name);
         }
     }
-    assert_eq!(
-        nodes["items"].as_array().unwrap().len(),
-        7,
-        "the testenv cluster has 7 nodes (1 + 6 workers)"
-    );
+    let count = nodes["items"].as_array().unwrap().len();
+    if count != 7 {
+        bad.push(format!(
+            "{count} Node objects where the testenv cluster has 7 (1 + 6 workers)"
+        ));
+    }
     bad
 }
 
