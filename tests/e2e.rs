@@ -990,14 +990,19 @@ fn foreign(cmd: &mut Command) -> &mut Command {
         "--test-nodes",
         "--workload-image",
         &exported_image(),
-        "--power-off",
-        "docker kill {node}",
-        "--power-on",
-        "docker start {node}",
-        "--power-state",
-        "docker inspect -f '{{if .State.Running}}on{{else}}off{{end}}' {node}",
     ])
+    .args(POWER_HOOKS)
 }
+
+/// Power hooks that call the docker CLI on testenv's node containers, as a user's commands would.
+const POWER_HOOKS: [&str; 6] = [
+    "--power-off",
+    "docker kill {node}",
+    "--power-on",
+    "docker start {node}",
+    "--power-state",
+    "docker inspect -f '{{if .State.Running}}on{{else}}off{{end}}' {node}",
+];
 
 /// kubelet-stop and network-partition through the node agent (no Docker backend: the cluster
 /// is reached by kubeconfig alone), fencing through power hooks: the same verdicts as through
@@ -2355,14 +2360,9 @@ fn the_shipped_role_runs_the_smoke_and_a_missing_verb_is_refused_before_anything
                     &exported_image(),
                     "--node-control",
                     "power-hooks",
-                    "--power-off",
-                    "docker kill {node}",
-                    "--power-on",
-                    "docker start {node}",
-                    "--power-state",
-                    "docker inspect -f '{{if .State.Running}}on{{else}}off{{end}}' {node}",
-                    "--out",
                 ])
+                .args(POWER_HOOKS)
+                .arg("--out")
                 .arg(dir),
         )
     };

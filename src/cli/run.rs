@@ -1295,24 +1295,14 @@ fn permissions_text(
     opts: &ClusterOptions,
     acks: bool,
 ) -> String {
-    use crate::plan::access::{needed, Setting};
     let caps = crate::runner::capabilities(experiments, opts);
-    let settings: Vec<(&crate::plan::PlannedRun, Setting)> = runs
-        .iter()
-        .map(|run| {
-            let backend =
-                crate::faults::choose(&caps, opts.node_control, run.fault.kind, run.fault.graceful)
-                    .map(|i| caps[i].backend)
-                    .unwrap_or_default();
-            (run, Setting { backend, acks })
-        })
-        .collect();
+    let needs = crate::runner::permissions_needed(runs, &caps, opts.node_control, acks);
     let mut s = String::from(
         "\npermissions these runs use (asked of the API server when the invocation starts; deploy/rbac.yaml grants them):\n",
     );
     // One line per resource: its verbs, and what they are for.
     let mut lines: Vec<(String, Vec<&str>, Vec<&str>)> = Vec::new();
-    for n in needed(&settings) {
+    for n in needs {
         let what = n.describe();
         let what = what
             .split_once(' ')

@@ -168,32 +168,43 @@ pub fn cannot_run(
     None
 }
 
-/// The permissions `runs` need on the cluster of `env` (each run's fault through the backend
-/// it will use, the acks polled or not) that its client does not have; empty when it has them
-/// all. Asked before anything is touched.
+/// The permissions `runs` will use when carried out by these backends (`caps`, `only` as
+/// `--node-control`): each run's fault through the backend [`faults::choose`] picks for it, the
+/// ledger's acks polled or not. What the invocation checks at its start and `--dry-run` lists.
+pub fn permissions_needed(
+    runs: &[PlannedRun],
+    caps: &[faults::Capability],
+    only: Option<faults::Backend>,
+    acks: bool,
+) -> Vec<crate::plan::access::Need> {
+    use crate::plan::access::{needed, Setting};
+    let settings: Vec<(&PlannedRun, Setting)> = runs
+        .iter()
+        .map(|run| {
+            let backend = faults::choose(caps, only, run.fault.kind, run.fault.graceful)
+                .map(|i| caps[i].backend)
+                .unwrap_or_default();
+            (run, Setting { backend, acks })
+        })
+        .collect();
+    needed(&settings)
+}
+
+/// The permissions `runs` need on the cluster of `env` ([`permissions_needed`] with its
+/// backends) that its client does not have; empty when it has them all. Asked before anything
+/// is touched.
 pub async fn missing_permissions(
     env: &Env,
     runs: &[PlannedRun],
     acks: bool,
 ) -> Result<Vec<crate::plan::access::Need>, kube::Error> {
-    use crate::plan::access::{needed, Setting};
-    let controls = env.node_controls(None);
-    let caps: Vec<_> = controls.iter().map(|c| c.capability()).collect();
-    let settings: Vec<(&PlannedRun, Setting)> = runs
+    let caps: Vec<_> = env
+        .node_controls(None)
         .iter()
-        .map(|run| {
-            let backend = faults::choose(
-                &caps,
-                env.fault_backend(),
-                run.fault.kind,
-                run.fault.graceful,
-            )
-            .map(|i| controls[i].backend())
-            .unwrap_or_default();
-            (run, Setting { backend, acks })
-        })
+        .map(|c| c.capability())
         .collect();
-    crate::cluster::access::missing(&env.client, &needed(&settings)).await
+    let needs = permissions_needed(runs, &caps, env.fault_backend(), acks);
+    crate::cluster::access::missing(&env.client, &needs).await
 }
 
 /// Why an invocation stops before its runs are done.
