@@ -46,6 +46,25 @@ pub enum Undo {
     DeleteStorageClass {
         name: String,
     },
+    /// Delete what `nodedown bundle run` put in the cluster: its Job's pod first, waited for
+    /// (the qualification inside heals the cluster on SIGTERM within its grace period), then
+    /// the objects outside its namespace (cluster-scoped RBAC, the lock's Role), then the
+    /// namespace.
+    DeleteBundle {
+        namespace: String,
+        objects: Vec<ObjectRef>,
+    },
+}
+
+/// An object by its API version, kind, namespace (none: cluster-scoped) and name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectRef {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
 }
 
 /// The two independent halves of a heal, carried out at the same time: the nodes (faults
@@ -66,7 +85,8 @@ impl Undo {
             Undo::DeleteNamespace { .. }
             | Undo::DeletePersistentVolume { .. }
             | Undo::RemoveDir { .. }
-            | Undo::DeleteStorageClass { .. } => Track::RunObjects,
+            | Undo::DeleteStorageClass { .. }
+            | Undo::DeleteBundle { .. } => Track::RunObjects,
         }
     }
 
@@ -80,6 +100,7 @@ impl Undo {
             Undo::DeletePersistentVolume { .. } => 4,
             Undo::RemoveDir { .. } => 5,
             Undo::DeleteStorageClass { .. } => 6,
+            Undo::DeleteBundle { .. } => 7,
         }
     }
 }

@@ -138,6 +138,9 @@ impl std::fmt::Display for Backend {
 // them, the workload and the backends write them, the runner and the reports read them).
 // Defined once here; the modules that own their meaning re-export them.
 
+/// The context name of the cluster nodedown runs in, reached through its pod's service account
+/// (`--context in-cluster`, and the current context in a pod that has no kubeconfig).
+pub const IN_CLUSTER: &str = "in-cluster";
 /// The storage class of testenv's shared host directory; nodedown creates its PersistentVolumes.
 pub const SHARED_CLASS: &str = "nodedown-shared";
 /// Where every testenv node mounts the shared host directory.

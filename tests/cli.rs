@@ -999,3 +999,44 @@ fn dry_run_on_an_existing_cluster_lists_the_permissions_the_runs_use() {
         "no ledger, no agent: {stdout}"
     );
 }
+
+/// `bundle run` refuses, before it reaches any cluster, the flags it sets for the
+/// qualification itself, a missing class, a FromFile path outside the testdriver's directory
+/// and a malformed --env (exit 2, naming them).
+#[test]
+fn bundle_run_refuses_what_it_sets_itself_before_any_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let driver = dir.path().join("driver.yaml");
+    std::fs::write(
+        &driver,
+        "DriverInfo: {Name: x}\nStorageClass: {FromFile: ../sc.yaml}\n",
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--", "--storage-class", "x", "--out", "y"],
+            "--out after `--`",
+        ),
+        (
+            &["--", "--storage-class", "x", "--context=c"],
+            "--context after `--`",
+        ),
+        (&["--", "--quick"], "--storage-class NAME"),
+        (
+            &["--env", "novalue", "--", "--storage-class", "x"],
+            "--env novalue: give NAME=VALUE",
+        ),
+        (&["--testdriver", driver.to_str().unwrap()], "without `..`"),
+    ];
+    for (args, expected) in cases {
+        let out = nodedown()
+            .args(["bundle", "run", "--context", "none-such", "--image", "i:1"])
+            .args(args)
+            .env("KUBECONFIG", dir.path().join("no-kubeconfig"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}

@@ -2643,3 +2643,111 @@ fn the_helm_chart_installs_and_its_job_runs_an_experiment() {
     let _ = std::fs::remove_dir_all(Path::new(crate_shared_dir()).join(&results));
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// What a bundle test left in the cluster, deleted from its journal however the test ends.
+struct BundleLeft(PathBuf);
+
+impl Drop for BundleLeft {
+    fn drop(&mut self) {
+        let _ = nodedown().arg("cleanup").arg(&self.0).output();
+    }
+}
+
+/// The conformance-style bundle (issue 32): one command deploys `qualify --quick` as a Job into
+/// testenv with its testdriver file, follows its log, fetches the sheet, JUnit and run
+/// directories as a tarball through exec, and exits with the qualification's code; with
+/// --keep its objects stay until `nodedown cleanup OUT` deletes them from its journal.
+#[test]
+fn the_bundle_runs_qualify_in_the_cluster_and_brings_the_sheet_back() {
+    let _g = lock_cluster();
+    let image = exported_image();
+    let out = tempdir();
+    let b = out.path().join("bundle");
+    let _left = BundleLeft(b.clone());
+    let ctx = context();
+    let res = run_ok(
+        nodedown()
+            .args(["bundle", "run", "--context", &ctx, "--allow-context", &ctx])
+            .args(["--image", &image, "--keep"])
+            .args([
+                "--testdriver",
+                "tests/fixtures/testdriver/nodedown-attach.yaml",
+            ])
+            .arg("--out")
+            .arg(&b)
+            .args(["--", "--quick", "--repeat", "1", "--only", "pod-delete"])
+            .arg("--test-nodes"),
+    );
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    // The qualification's log streamed to stdout while it ran.
+    let stdout = String::from_utf8_lossy(&res.stdout);
+    assert!(stdout.contains("1 run: 1 passed"), "{stdout}");
+    assert!(b.join("bundle.tar.gz").is_file());
+    assert_eq!(
+        std::fs::read_to_string(b.join("exit-code")).unwrap().trim(),
+        "0"
+    );
+    let q = b.join("qualification");
+    let sheet: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(q.join("sheet.json")).unwrap()).unwrap();
+    assert_eq!(sheet["environment"]["storageClass"], "nodedown-attach");
+    let row = sheet["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "pod-delete")
+        .expect("the pod-delete row")
+        .clone();
+    assert_eq!(row["verdict"], "pass", "{row}");
+    assert_eq!(row["runs"], 1);
+    let junit = std::fs::read_to_string(q.join("sheet.junit.xml")).unwrap();
+    assert!(junit.contains("pod-delete"), "{junit}");
+    let results = std::fs::read_to_string(q.join("runs/results.json")).unwrap();
+    let report: nodedown::report::Report = nodedown::report::json::from_str(&results).unwrap();
+    assert_eq!(report.experiments[0].runs.len(), 1);
+    let session = std::fs::read_to_string(q.join("runs/session.json")).unwrap();
+    assert!(session.contains("\"context\": \"in-cluster\""), "{session}");
+    assert!(std::fs::read_to_string(b.join("pod.log"))
+        .unwrap()
+        .contains("sheet:"));
+    // --keep: the namespace and the cluster-scoped role stay, until cleanup deletes them.
+    assert!(kubectl(&["get", "namespace", "nodedown-bundle"], None)
+        .status
+        .success());
+    assert!(kubectl(&["get", "clusterrole", "nodedown-bundle"], None)
+        .status
+        .success());
+    let cleaned = run_ok(nodedown().arg("cleanup").arg(&b));
+    assert_eq!(cleaned.status.code(), Some(0));
+    assert!(!kubectl(&["get", "clusterrole", "nodedown-bundle"], None)
+        .status
+        .success());
+    assert!(
+        !kubectl(&["-n", "default", "get", "role", "nodedown-bundle"], None)
+            .status
+            .success()
+    );
+    let ns = kubectl(
+        &[
+            "get",
+            "namespace",
+            "nodedown-bundle",
+            "-o",
+            "jsonpath={.status.phase}",
+        ],
+        None,
+    );
+    assert!(
+        !ns.status.success() || String::from_utf8_lossy(&ns.stdout) == "Terminating",
+        "the namespace deleted"
+    );
+    assert!(
+        unhealthy_nodes().is_empty(),
+        "cluster whole after the bundle"
+    );
+}

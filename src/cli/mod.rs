@@ -1,6 +1,7 @@
 //! The command line (clap derive): one file per subcommand. Exit codes are a contract, defined
 //! and tested in [`exit`].
 
+mod bundle;
 mod cleanup;
 mod compare;
 pub mod exit;
@@ -48,6 +49,9 @@ pub enum Command {
     /// Qualify a storage class for node failure: generate the matrix from a testdriver file
     /// (or a class name), run it, and write the qualification sheet.
     Qualify(Box<qualify::QualifyArgs>),
+    /// The qualification as a conformance-style bundle: `qualify` run as a Job inside the
+    /// cluster, its sheet and JUnit fetched back.
+    Bundle(bundle::BundleArgs),
     /// Compare a candidate's results with a baseline's; exit 1 when a variant got worse.
     Compare(compare::CompareArgs),
     /// The workload image, for clusters nodedown cannot load it into itself.
@@ -102,6 +106,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Report(args) => report::report(args),
         Command::Image(args) => image::image(args),
         Command::Compare(args) => compare::compare(args),
+        Command::Bundle(args) => bundle::bundle(args, cli.quiet).await,
         Command::Schema(args) => schema::print(args),
         Command::Ledger(args) => {
             let or = |v: &str, d: String| if v.is_empty() { d } else { v.to_string() };

@@ -535,6 +535,16 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
 /// Whether `ctx` is a context of the kubeconfig (KUBECONFIG, else ~/.kube/config): an error
 /// naming the closest and every context there is when not.
 fn context_exists(ctx: &str) -> Result<(), String> {
+    if ctx == crate::cluster::IN_CLUSTER {
+        // The pod's service account (reached as `run` reaches it), not a kubeconfig context.
+        return if crate::cluster::in_a_pod() {
+            Ok(())
+        } else {
+            Err(format!(
+                "--context {ctx}: not in a pod with a service account (the context of nodedown inside the cluster it tests)"
+            ))
+        };
+    }
     let config = kube::config::Kubeconfig::read()
         .map_err(|e| format!("--context {ctx}: cannot read the kubeconfig: {e}"))?;
     let names: Vec<&str> = config.contexts.iter().map(|c| c.name.as_str()).collect();

@@ -3,6 +3,7 @@
 //! kube client for either such a cluster or an existing cluster from kubeconfig.
 
 pub mod access;
+pub mod bundle;
 mod docker;
 pub mod k3d;
 pub mod lock;
@@ -257,9 +258,7 @@ fn client_of(config: kube::Config) -> Result<(kube::Client, String), ClusterErro
     Ok((client, url))
 }
 
-/// The context name of the cluster nodedown runs in, reached through its pod's service account
-/// (`--context in-cluster`, and the current context in a pod that has no kubeconfig).
-pub const IN_CLUSTER: &str = "in-cluster";
+pub use crate::vocab::IN_CLUSTER;
 
 /// Whether this process runs in a pod with a service account (the API server's address in the
 /// environment and the account's token mounted).

@@ -501,6 +501,29 @@ pub fn rbac_yaml() -> String {
     })
 }
 
+/// What `nodedown bundle run` applies: the namespace `namespace` (made), its ServiceAccount
+/// `nodedown`, and the same role, the cluster-scoped objects named `nodedown-bundle-<namespace>`.
+pub fn rbac_bundle_yaml(namespace: &str) -> String {
+    rbac_text(&Naming {
+        header: "# nodedown bundle run: the role of deploy/rbac.yaml for its namespace.\n",
+        account: "nodedown",
+        namespace,
+        cluster_name: &bundle_cluster_name(namespace),
+        make_namespace: true,
+    })
+}
+
+/// The name of a bundle's cluster-scoped objects (and of its Role in the lock's namespace):
+/// `nodedown-bundle` for the default namespace, else `nodedown-bundle-<namespace>` — never
+/// deploy/rbac.yaml's `nodedown`, which a bundle must not replace nor delete.
+pub fn bundle_cluster_name(namespace: &str) -> String {
+    if namespace == "nodedown-bundle" {
+        namespace.to_string()
+    } else {
+        format!("nodedown-bundle-{namespace}")
+    }
+}
+
 /// The Helm chart's `templates/rbac.yaml`: the same objects for the release (its name, in its
 /// namespace; the cluster-scoped ones named `<namespace>-<release>`).
 pub fn rbac_chart_template() -> String {

@@ -1,6 +1,7 @@
 //! Expands experiments (variants × repetitions) into runs. Pure.
 
 pub mod access;
+pub mod bundle;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod lanes;

@@ -55,6 +55,8 @@ pub enum HealFailure {
     PodsLeft { left: usize, namespace: String },
     #[error("namespaces still terminating after {}s: {}", NAMESPACE_TIMEOUT.as_secs(), .0.join(", "))]
     NamespacesLeft(Vec<String>),
+    #[error(transparent)]
+    Bundle(#[from] crate::cluster::bundle::BundleError),
     #[error("remove {}: {source}", .path.display())]
     Remove {
         path: std::path::PathBuf,
@@ -273,6 +275,9 @@ impl Healer {
                     api.delete(name, &DeleteParams::default()).await.map(|_| ()),
                     format!("delete StorageClass {name}"),
                 )
+            }
+            Undo::DeleteBundle { namespace, objects } => {
+                Ok(crate::cluster::bundle::delete(&self.client, namespace, objects).await?)
             }
             Undo::RemoveDir { path } => match std::fs::remove_dir_all(path) {
                 Ok(()) => Ok(()),
