@@ -44,17 +44,20 @@ fn workflows_and_action_pass_actionlint() {
         text.contains("ci.yml"),
         "actionlint saw the workflow: {text}"
     );
-    // The workflow tests/act.rs executes with act is linted too.
-    let act = Command::new(&bin)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["-no-color", "tests/act/smoke.yml"])
-        .output()
-        .unwrap();
-    assert!(
-        act.status.success(),
-        "actionlint tests/act/smoke.yml:\n{}",
-        String::from_utf8_lossy(&act.stdout)
-    );
+    // The workflow tests/act.rs executes with act is linted too, and the documented matrix of
+    // clusters for `nodedown bundle run`.
+    for file in ["tests/act/smoke.yml", "docs/examples/qualify-matrix.yml"] {
+        let linted = Command::new(&bin)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["-no-color", file])
+            .output()
+            .unwrap();
+        assert!(
+            linted.status.success(),
+            "actionlint {file}:\n{}",
+            String::from_utf8_lossy(&linted.stdout)
+        );
+    }
 }
 
 /// A broken input name is caught (the check can fail).

@@ -171,8 +171,16 @@ impl AgentNodeControl {
             .ok_or_else(|| err(node, "no workload image for the agent"))?;
         let ns = agent_namespace(node);
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        // The agent is privileged (it stops the kubelet, cuts the network): its namespace, made
+        // for it alone, says so to Pod Security admission, which would otherwise reject it on a
+        // cluster that enforces `baseline` or `restricted` by default.
         let ns_obj: Namespace = serde_json::from_value(json!({
-            "metadata": {"name": ns, "labels": {AGENT_NODE_LABEL: node}}
+            "metadata": {"name": ns, "labels": {
+                AGENT_NODE_LABEL: node,
+                "pod-security.kubernetes.io/enforce": "privileged",
+                "pod-security.kubernetes.io/warn": "privileged",
+                "pod-security.kubernetes.io/audit": "privileged",
+            }}
         }))
         .expect("valid Namespace");
         // The agent of an earlier fault on this node (another run's, a moment ago) may still be
