@@ -311,29 +311,21 @@ pub async fn delete(
         format!("delete the pods of namespace {namespace}"),
     )?;
     let waited = GRACE + Duration::from_secs(60);
-    let deadline = tokio::time::Instant::now() + waited;
-    loop {
-        let left = match pods.list(&ListParams::default()).await {
-            Ok(l) => l.items.len(),
-            Err(kube::Error::Api(s)) if s.code == 404 => 0,
-            Err(source) => {
-                return Err(BundleError::Api {
-                    what: format!("list the pods of namespace {namespace}"),
-                    source,
-                })
-            }
-        };
-        if left == 0 {
-            break;
-        }
-        if tokio::time::Instant::now() >= deadline {
+    match super::wait_no_pods(client, namespace, waited, Duration::from_secs(1)).await {
+        Ok(()) => {}
+        Err(super::PodsNotGone::Left(left)) => {
             return Err(BundleError::PodsLeft {
                 left,
                 namespace: namespace.to_string(),
                 waited,
-            });
+            })
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        Err(super::PodsNotGone::Api(source)) => {
+            return Err(BundleError::Api {
+                what: format!("list the pods of namespace {namespace}"),
+                source,
+            })
+        }
     }
     for r in objects.iter().rev() {
         let api = api_of(client, r).await?;

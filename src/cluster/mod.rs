@@ -260,6 +260,41 @@ fn client_of(config: kube::Config) -> Result<(kube::Client, String), ClusterErro
 
 pub use crate::vocab::IN_CLUSTER;
 
+/// Why the pods of a namespace did not all go.
+#[derive(Debug)]
+pub enum PodsNotGone {
+    /// This many were still there at the deadline.
+    Left(usize),
+    /// They could not be listed.
+    Api(kube::Error),
+}
+
+/// Waits until namespace `ns` has no pod (or is gone), polling every `poll`, at most `timeout`.
+pub async fn wait_no_pods(
+    client: &kube::Client,
+    ns: &str,
+    timeout: std::time::Duration,
+    poll: std::time::Duration,
+) -> Result<(), PodsNotGone> {
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(client.clone(), ns);
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let left = match pods.list(&Default::default()).await {
+            Ok(l) => l.items.len(),
+            Err(kube::Error::Api(s)) if s.code == 404 => 0,
+            Err(e) => return Err(PodsNotGone::Api(e)),
+        };
+        if left == 0 {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(PodsNotGone::Left(left));
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
 /// Whether this process runs in a pod with a service account (the API server's address in the
 /// environment and the account's token mounted).
 pub fn in_a_pod() -> bool {

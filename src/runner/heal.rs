@@ -214,39 +214,30 @@ impl Healer {
                 // was most of every heal). Their controllers go first so none comes back; a pod
                 // object disappears once the kubelet has stopped its containers.
                 let c = || self.client.clone();
-                let all = ListParams::default();
                 let background = DeleteParams::default();
                 delete_all::<Deployment>(c(), name, &background).await?;
                 delete_all::<ReplicaSet>(c(), name, &background).await?;
                 delete_all::<StatefulSet>(c(), name, &background).await?;
-                let pods: Api<Pod> = Api::namespaced(c(), name);
                 let quick = DeleteParams {
                     grace_period_seconds: Some(1),
                     ..Default::default()
                 };
                 delete_all::<Pod>(c(), name, &quick).await?;
-                let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
-                loop {
-                    let left = match pods.list(&all).await {
-                        Ok(l) => l.items.len(),
-                        Err(e) if remediation::is_not_found(&e) => 0,
-                        Err(source) => {
-                            return Err(HealFailure::Api {
-                                what: format!("list the pods of namespace {name}"),
-                                source,
-                            })
-                        }
-                    };
-                    if left == 0 {
-                        break;
-                    }
-                    if tokio::time::Instant::now() >= deadline {
+                let poll = Duration::from_millis(250);
+                match crate::cluster::wait_no_pods(&c(), name, NAMESPACE_TIMEOUT, poll).await {
+                    Ok(()) => {}
+                    Err(crate::cluster::PodsNotGone::Left(left)) => {
                         return Err(HealFailure::PodsLeft {
                             left,
                             namespace: name.clone(),
-                        });
+                        })
                     }
-                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    Err(crate::cluster::PodsNotGone::Api(source)) => {
+                        return Err(HealFailure::Api {
+                            what: format!("list the pods of namespace {name}"),
+                            source,
+                        })
+                    }
                 }
                 // Its claims are deleted before the namespace: with no pod left their protection
                 // finalizer goes at once, whereas claims left to the namespace controller made
