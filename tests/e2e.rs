@@ -3,6 +3,9 @@
 //! each invocation's variants side by side in lanes (`NODEDOWN_PARALLEL=auto`).
 //! The cluster must exist: a missing cluster is a failure, never a skip.
 
+#[path = "support/pushgateway.rs"]
+mod pushgateway;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
@@ -2407,7 +2410,6 @@ impl Drop for InClusterObjects {
                 "delete",
                 "--ignore-not-found",
                 "cronjob/nodedown",
-                "job/nodedown-first",
                 "configmap/nodedown-experiments",
             ],
             None,
@@ -2430,10 +2432,11 @@ fn deploy_docs(name: &str) -> Vec<serde_json::Value> {
 
 /// nodedown inside the cluster it tests: deploy/rbac.yaml, the ConfigMap of deploy/job.yaml
 /// (its experiment on testenv's shared class) and deploy/cronjob.yaml with nodedown's exported
-/// image; the CronJob's first run started by hand (`create job --from=cronjob/…`). It runs as
-/// the ServiceAccount, faults through the node agent, never the node it runs on, writes its
-/// results to its volume (here a host directory this machine shares with the nodes) and its
-/// summary to the pod log.
+/// image, on a schedule of every minute: its first scheduled run (then the CronJob is
+/// suspended). It runs as the ServiceAccount, faults through the node agent, never the node it
+/// runs on, writes its results to its volume (here a host directory this machine shares with
+/// the nodes), its summary to the pod log and its metrics to a real Pushgateway on this
+/// machine's docker bridge, read back.
 #[test]
 fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
     let _g = lock_cluster();
@@ -2461,41 +2464,59 @@ fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
     let pod = &mut cron["spec"]["jobTemplate"]["spec"]["template"]["spec"];
     let text = pod.to_string().replace("NODEDOWN_IMAGE", &image);
     *pod = serde_json::from_str(&text).unwrap();
-    pod["containers"][0]["args"]
-        .as_array_mut()
-        .unwrap()
-        .push("--test-nodes".into());
+    // The Pushgateway in the control-plane node's container (never a fault target): the pods
+    // reach the node network, and this machine reaches it too.
+    let control_plane = format!("{}-control-plane", cluster_name());
+    let gateway = pushgateway::start_in_node(
+        &control_plane,
+        &node_address(&control_plane),
+        Path::new(crate_shared_dir()),
+    );
+    let args = pod["containers"][0]["args"].as_array_mut().unwrap();
+    args.push("--test-nodes".into());
+    args.push("--pushgateway".into());
+    args.push(gateway.url.clone().into());
     pod["volumes"][1] = serde_json::json!({
         "name": "results",
         "hostPath": {"path": format!("/mnt/nodedown-shared/{results}"), "type": "DirectoryOrCreate"}
     });
+    cron["spec"]["schedule"] = "* * * * *".into();
     kubectl_ok(&["apply", "-f", "-"], Some(&cron.to_string()));
+    // The CronJob controller's first firing (at the next minute), then no more.
+    let deadline = Instant::now() + Duration::from_secs(150);
+    let first = loop {
+        let jobs = kubectl_json(&["-n", "nodedown", "get", "jobs"]);
+        let fired = jobs["items"].as_array().unwrap().iter().find_map(|j| {
+            let owner = &j["metadata"]["ownerReferences"][0];
+            (owner["kind"] == "CronJob" && owner["name"] == "nodedown")
+                .then(|| j["metadata"]["name"].as_str().unwrap().to_string())
+        });
+        if let Some(name) = fired {
+            break name;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the CronJob did not fire within 150 s"
+        );
+        std::thread::sleep(Duration::from_secs(2));
+    };
     kubectl_ok(
         &[
             "-n",
             "nodedown",
-            "create",
-            "job",
-            "nodedown-first",
-            "--from=cronjob/nodedown",
-        ],
-        None,
-    );
-    let waited = kubectl(
-        &[
-            "-n",
+            "patch",
+            "cronjob",
             "nodedown",
-            "wait",
-            "--for=condition=complete",
-            "job/nodedown-first",
-            "--timeout=600s",
+            "-p",
+            r#"{"spec":{"suspend":true}}"#,
         ],
         None,
     );
-    let logs = kubectl(&["-n", "nodedown", "logs", "job/nodedown-first"], None);
+    let succeeded = job_succeeded("nodedown", &first, Duration::from_secs(600));
+    let logs = kubectl(&["-n", "nodedown", "logs", &format!("job/{first}")], None);
     let log =
         String::from_utf8_lossy(&logs.stdout).to_string() + &String::from_utf8_lossy(&logs.stderr);
-    assert!(waited.status.success(), "the Job did not complete: {log}");
+    assert!(succeeded, "the Job did not complete: {log}");
     assert!(
         log.contains("1 run: 1 passed"),
         "the summary in the pod log: {log}"
@@ -2507,7 +2528,7 @@ fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
         "get",
         "pods",
         "-l",
-        "job-name=nodedown-first",
+        &format!("job-name={first}"),
     ]);
     let runner_node = pods["items"][0]["spec"]["nodeName"]
         .as_str()
@@ -2537,8 +2558,52 @@ fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
     );
     let session = std::fs::read_to_string(invocation.join("session.json")).unwrap();
     assert!(session.contains("\"context\": \"in-cluster\""), "{session}");
+    // The run's metrics, pushed from inside the cluster.
+    let pushed = pushgateway::nodedown_families(&gateway);
+    assert!(
+        pushed
+            .lines()
+            .any(|l| l.starts_with("nodedown_run_verdict{")
+                && l.contains("experiment=\"in-cluster-kubelet-stop\"")
+                && l.contains("verdict=\"pass\"")
+                && l.ends_with(" 1")),
+        "the pass in the Pushgateway: {pushed}"
+    );
     let _ = std::fs::remove_dir_all(Path::new(crate_shared_dir()).join(&results));
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}
+
+/// A kind node container's address on the kind network.
+fn node_address(container: &str) -> String {
+    let out = Command::new("docker")
+        .args([
+            "inspect",
+            "-f",
+            "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+            container,
+        ])
+        .output()
+        .expect("docker");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|a| a.parse::<std::net::Ipv4Addr>().is_ok())
+        .unwrap_or_else(|| panic!("no IPv4 address of {container}: {out:?}"))
+        .to_string()
+}
+
+/// Waits until Job `ns/name` succeeded (true) or failed (false), at most `timeout`.
+fn job_succeeded(ns: &str, name: &str, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let job = kubectl_json(&["-n", ns, "get", "job", name]);
+        if job["status"]["succeeded"].as_u64().unwrap_or(0) > 0 {
+            return true;
+        }
+        if job["status"]["failed"].as_u64().unwrap_or(0) > 0 || Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
 }
 
 /// testenv's host directory behind /mnt/nodedown-shared in every node.

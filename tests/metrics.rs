@@ -341,69 +341,18 @@ fn promtool_check(name: &str, text: &str) {
     );
 }
 
-/// A Pushgateway this test starts on a free local port (killed when dropped).
-struct Gateway {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+#[path = "support/pushgateway.rs"]
+mod pushgateway;
+use pushgateway::Gateway;
 
 fn gateway() -> Gateway {
-    let bin = std::env::var_os("NODEDOWN_PUSHGATEWAY_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/nodedown/pushgateway-v1.11.5/pushgateway"));
-    assert!(
-        bin.is_file(),
-        "{} missing: scripts/test installs it (go install github.com/prometheus/pushgateway@v1.11.5), or set NODEDOWN_PUSHGATEWAY_BIN",
-        bin.display()
-    );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(&bin)
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let g = Gateway {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while ureq::get(&format!("{}/-/ready", g.url)).call().is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the pushgateway did not get ready"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    g
+    pushgateway::start("127.0.0.1")
 }
 
 /// What the gateway exposes now (its /metrics, parsed by the reader above, its own series
 /// left out).
 fn exposed(g: &Gateway) -> Vec<Sample> {
-    let text = ureq::get(&format!("{}/metrics", g.url))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
-    let ours: String = text
-        .split("# HELP ")
-        .filter(|f| f.starts_with("nodedown_"))
-        .map(|f| format!("# HELP {f}"))
-        .collect();
-    parse(&ours)
+    parse(&pushgateway::nodedown_families(g))
 }
 
 /// `--pushgateway`: the metrics reach a real Pushgateway (github.com/prometheus/pushgateway,
