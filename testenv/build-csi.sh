@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds testenv's storage that attaches: the nodedown-csi driver (testenv/csi, keyed by its
-# source), the real kubernetes-csi external-attacher and csi-sanity (both from the Go module
-# proxy, keyed by version). A present output is not rebuilt.
+# source), the real kubernetes-csi external-attacher and external-provisioner and csi-sanity
+# (from the Go module proxy, keyed by version). A present output is not rebuilt.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -11,20 +11,28 @@ if [ ! -x "$CSI_BIN" ]; then
   mv "$CSI_BIN.tmp" "$CSI_BIN"
 fi
 
-if [ ! -x "$ATTACHER_BIN" ]; then
-  # The attacher's go.mod has replace directives, so `go install module@version` refuses it:
-  # build it as the main module from a copy of the downloaded source.
-  dir=$(GOFLAGS=-mod=mod go mod download -json "github.com/kubernetes-csi/external-attacher/v4@$ATTACHER_VERSION" |
+# build_sidecar MODULE VERSION CMD OUT: a kubernetes-csi sidecar from the Go module proxy. Their
+# go.mod files have replace directives, so `go install module@version` refuses them: build each
+# as the main module from a copy of the downloaded source.
+build_sidecar() {
+  local module=$1 version=$2 cmd=$3 out=$4 dir src
+  [ -x "$out" ] && return 0
+  dir=$(GOFLAGS=-mod=mod go mod download -json "$module@$version" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  [ -d "$dir" ] || die "could not download external-attacher $ATTACHER_VERSION"
-  src=$(mktemp -d "$CACHE_DIR/attacher-src.XXXXXX")
+  [ -d "$dir" ] || die "could not download $module $version"
+  src=$(mktemp -d "$CACHE_DIR/sidecar-src.XXXXXX")
   cp -r "$dir/." "$src" && chmod -R u+w "$src"
-  mkdir -p "$(dirname "$ATTACHER_BIN")"
+  mkdir -p "$(dirname "$out")"
   (cd "$src" && CGO_ENABLED=0 go build -mod=mod -trimpath \
-    -ldflags="-s -w -X main.version=$ATTACHER_VERSION" -o "$ATTACHER_BIN.tmp" ./cmd/csi-attacher)
-  mv "$ATTACHER_BIN.tmp" "$ATTACHER_BIN"
+    -ldflags="-s -w -X main.version=$version" -o "$out.tmp" "./cmd/$cmd")
+  mv "$out.tmp" "$out"
   rm -rf "$src"
-fi
+}
+build_sidecar github.com/kubernetes-csi/external-attacher/v4 "$ATTACHER_VERSION" csi-attacher "$ATTACHER_BIN"
+# The provisioner serves the classes of csi.nodedown.dev that are not nodedown-attach (whose
+# volumes nodedown makes itself): a class `nodedown qualify` makes from a testdriver file's
+# FromName or FromFile.
+build_sidecar github.com/kubernetes-csi/external-provisioner/v6 "$PROVISIONER_VERSION" csi-provisioner "$PROVISIONER_BIN"
 
 if [ ! -x "$CSI_SANITY_BIN" ]; then
   gobin=$(mktemp -d)

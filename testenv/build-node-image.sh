@@ -11,7 +11,8 @@ if docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
 fi
 [ -x "$K8S_BIN" ] || die "missing $K8S_BIN (run testenv/build-k8s.sh)"
 [ -f "$ROOTFS_TAR" ] || die "missing $ROOTFS_TAR (run testenv/build-rootfs.sh)"
-[ -x "$CSI_BIN" ] && [ -x "$ATTACHER_BIN" ] || die "missing $CSI_BIN or $ATTACHER_BIN (run testenv/build-csi.sh)"
+[ -x "$CSI_BIN" ] && [ -x "$ATTACHER_BIN" ] && [ -x "$PROVISIONER_BIN" ] ||
+  die "missing $CSI_BIN, $ATTACHER_BIN or $PROVISIONER_BIN (run testenv/build-csi.sh)"
 
 ctx=$(mktemp -d "$CACHE_DIR/node-context.XXXXXX")
 trap 'rm -rf "$ctx"' EXIT
@@ -43,6 +44,7 @@ fi
 python3 "$TESTENV_DIR/node/images.py" "$ov/kind/images/images.tar" "$K8S_BIN" "$ctx/catatonit" "$bbdir/bin/busybox" \
   --binary-image "nodedown.local/csi-driver:testenv" "$CSI_BIN" \
   --binary-image "nodedown.local/csi-attacher:$ATTACHER_VERSION" "$ATTACHER_BIN" \
+  --binary-image "nodedown.local/csi-provisioner:$PROVISIONER_VERSION" "$PROVISIONER_BIN" \
   "${refs[@]}"
 echo "$K8S_VERSION-$NODE_KEY" > "$ov/kind/images/revision"
 

@@ -9,6 +9,7 @@ K8S_VERSION=v1.34.4
 ETCD_VERSION=3.6.4
 KIND_VERSION=v0.33.0
 ATTACHER_VERSION=v4.12.0
+PROVISIONER_VERSION=v6.4.0
 CSI_SANITY_VERSION=v5.6.0
 
 # Everything expensive lives here, outside the repository.
@@ -19,10 +20,12 @@ KIND_BIN="$CACHE_DIR/kind-$KIND_VERSION/kind"
 tree_hash() { (cd "$TESTENV_DIR" && find "$@" -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-10); }
 ROOTFS_KEY=$(tree_hash build-rootfs.sh)
 ROOTFS_TAR="$CACHE_DIR/rootfs-bookworm-$ROOTFS_KEY.tar"
-# testenv's CSI driver (keyed by its source), the external-attacher and csi-sanity (by version).
+# testenv's CSI driver (keyed by its source), the external-attacher, the external-provisioner and
+# csi-sanity (by version).
 CSI_KEY=$(tree_hash csi)
 CSI_BIN="$CACHE_DIR/csi-$CSI_KEY/nodedown-csi"
 ATTACHER_BIN="$CACHE_DIR/external-attacher-$ATTACHER_VERSION/csi-attacher"
+PROVISIONER_BIN="$CACHE_DIR/external-provisioner-$PROVISIONER_VERSION/csi-provisioner"
 CSI_SANITY_BIN="$CACHE_DIR/csi-sanity-$CSI_SANITY_VERSION/csi-sanity"
 NODE_KEY=$(tree_hash build-rootfs.sh build-node-image.sh build-csi.sh node docker/runc-wrapper csi)
 NODE_IMAGE="nodedown/node:${K8S_VERSION}-${NODE_KEY}"

@@ -2816,3 +2816,70 @@ fn the_bundle_runs_qualify_in_the_cluster_and_brings_the_sheet_back() {
         "cluster whole after the bundle"
     );
 }
+
+/// Issue 30: classes the way the upstream suites make them. `FromName` (a class whose
+/// provisioner is DriverInfo.Name) and `FromFile` (a manifest beside the testdriver file, under
+/// a name of the run's own): the class is created, its volume provisioned by testenv's real
+/// external-provisioner through the driver's CreateVolume, the row runs to a pass, and the
+/// class is gone afterwards (its journal healed).
+#[test]
+fn qualify_makes_the_class_of_from_name_and_from_file_and_deletes_it() {
+    let _g = lock_cluster();
+    let out = tempdir();
+    for fixture in ["vendor-fromname.yaml", "vendor-fromfile.yaml"] {
+        let q = out.path().join(fixture);
+        let res = run_ok(
+            nodedown()
+                .args(["qualify", "--testdriver"])
+                .arg(format!("tests/fixtures/testdriver/{fixture}"))
+                .args(["--quick", "--repeat", "1", "--only", "pod-delete"])
+                .arg("--cluster-name")
+                .arg(cluster_name())
+                .arg("--out")
+                .arg(&q),
+        );
+        assert_eq!(
+            res.status.code(),
+            Some(0),
+            "{fixture}: {}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        let sheet: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(q.join("sheet.json")).unwrap()).unwrap();
+        let class = sheet["environment"]["storageClass"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(class.starts_with("nd-qualify-"), "{fixture}: {class}");
+        assert_eq!(sheet["environment"]["provisioner"], "csi.nodedown.dev");
+        let row = sheet["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == "pod-delete")
+            .unwrap()
+            .clone();
+        assert_eq!(row["verdict"], "pass", "{fixture}: {row}");
+        // Provisioned dynamically: the run's claim was bound to a PV the provisioner made.
+        let events =
+            std::fs::read_to_string(q.join("runs/qualify-pod-delete/pod-delete/1/events.jsonl"))
+                .unwrap();
+        assert!(
+            events.contains("\"pv\":\"pvc-"),
+            "{fixture}: the volume attached is a provisioned PV (pvc-…)"
+        );
+        // The class is gone, and its journal says it was deleted.
+        assert!(
+            !kubectl(&["get", "storageclass", &class], None)
+                .status
+                .success(),
+            "{fixture}: StorageClass {class} deleted"
+        );
+        let journal = std::fs::read_to_string(q.join("runs/storage-class/journal.jsonl")).unwrap();
+        assert!(
+            journal.contains("delete-storage-class") && journal.contains("\"healed\""),
+            "{journal}"
+        );
+    }
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the runs");
+}
