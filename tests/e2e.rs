@@ -2398,6 +2398,37 @@ fn the_shipped_role_runs_the_smoke_and_a_missing_verb_is_refused_before_anything
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 
+/// The run directories an in-cluster test's runs leave on testenv's shared storage (a pod
+/// cannot reach the host directory behind it, so those runs do not remove them): the `nd-*`
+/// entries that were not there when the guard was made, removed when it drops. The cluster
+/// tests run one at a time, so the new entries are this test's.
+struct SharedDirsMade(std::collections::HashSet<std::ffi::OsString>);
+
+impl SharedDirsMade {
+    fn now() -> SharedDirsMade {
+        SharedDirsMade(shared_entries())
+    }
+}
+
+fn shared_entries() -> std::collections::HashSet<std::ffi::OsString> {
+    std::fs::read_dir(crate_shared_dir())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name())
+                .filter(|n| n.to_string_lossy().starts_with("nd-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Drop for SharedDirsMade {
+    fn drop(&mut self) {
+        for name in shared_entries().difference(&self.0) {
+            let _ = std::fs::remove_dir_all(Path::new(crate_shared_dir()).join(name));
+        }
+    }
+}
+
 /// What the in-cluster test made, deleted however it ends.
 struct InClusterObjects;
 
@@ -2441,6 +2472,7 @@ fn deploy_docs(name: &str) -> Vec<serde_json::Value> {
 fn the_cronjob_runs_an_experiment_inside_the_cluster_and_spares_its_own_node() {
     let _g = lock_cluster();
     let _cleanup = InClusterObjects;
+    let _dirs = SharedDirsMade::now();
     kubectl_ok(&["apply", "-f", "deploy/rbac.yaml"], None);
     let image = exported_image();
     // The shipped Job as a user would apply it (placeholders filled): the API server takes it.
@@ -2643,6 +2675,7 @@ fn the_helm_chart_installs_and_its_job_runs_an_experiment() {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/cache/nodedown/helm-v4.3.2/helm"));
     let _release = HelmRelease(helm.clone());
+    let _dirs = SharedDirsMade::now();
     let image = exported_image();
     let (repository, tag) = image.rsplit_once(':').unwrap();
     let results = format!("helm-{}", std::process::id());
@@ -2729,6 +2762,7 @@ fn the_bundle_runs_qualify_in_the_cluster_and_brings_the_sheet_back() {
     let out = tempdir();
     let b = out.path().join("bundle");
     let _left = BundleLeft(b.clone());
+    let _dirs = SharedDirsMade::now();
     let ctx = context();
     let res = run_ok(
         nodedown()

@@ -918,7 +918,9 @@ impl Invocation<'_> {
         let settings = RunSettings {
             image,
             storage: crate::workload::StorageAccess {
-                shared_dir: Some(args.shared_dir.clone()),
+                // Only where this machine has it (not in a pod): a directory nodedown cannot
+                // reach is not journaled for removal — a heal that "removed" it would lie.
+                shared_dir: Some(args.shared_dir.clone()).filter(|d| d.is_dir()),
                 ledger_via_api: args.ledger_via == LedgerVia::Api,
             },
             force: args.force,
