@@ -57,7 +57,7 @@ pub enum BundleCommand {
 #[command(after_help = "EXAMPLES:
   nodedown bundle run --context ci --allow-context ci --image registry.example/nodedown:TAG \\
       --testdriver driver.yaml -- --quick
-  nodedown bundle run --allow-context kind-x --image localhost/nodedown:TAG -- --storage-class rwo --quick
+  nodedown bundle run --allow-context kind-x --image IMAGE -- --storage-class rwo --quick
 
 Everything after `--` goes to `nodedown qualify` inside the cluster (not: --context,
 --allow-context, --out, --runner-node, --testdriver: the bundle sets those).
@@ -91,8 +91,9 @@ pub struct BundleRunArgs {
     /// How long the qualification may take in the cluster.
     #[arg(long, value_parser = crate::spec::duration::parse, default_value = "3h")]
     pub timeout: Duration,
-    /// Environment for the Job's container, NAME=VALUE (repeatable): power hooks
-    /// (NODEDOWN_POWER_OFF, …), NODEDOWN_PUSHGATEWAY.
+    /// Environment for the Job's container, NAME=VALUE (repeatable), e.g. NODEDOWN_PUSHGATEWAY.
+    /// Power hooks (NODEDOWN_POWER_OFF, …) run through a shell, which nodedown's image has not:
+    /// they need an image of your own.
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
     /// Leave the namespace, the RBAC and the finished Job in the cluster (delete them with
