@@ -2855,18 +2855,24 @@ fn the_bundle_runs_qualify_in_the_cluster_and_brings_the_sheet_back() {
 /// provisioner is DriverInfo.Name) and `FromFile` (a manifest beside the testdriver file, under
 /// a name of the run's own): the class is created, its volume provisioned by testenv's real
 /// external-provisioner through the driver's CreateVolume, the row runs to a pass, and the
-/// class is gone afterwards (its journal healed).
+/// class is gone afterwards (its journal healed). With FromName also the row whose node stays
+/// down: no pod answers for the ledger (a provisioned volume is read through its pod), so the
+/// read gives up after its timeout instead of holding the run (it held it for minutes), and the
+/// row, which expects no recovery, passes.
 #[test]
 fn qualify_makes_the_class_of_from_name_and_from_file_and_deletes_it() {
     let _g = lock_cluster();
     let out = tempdir();
-    for fixture in ["vendor-fromname.yaml", "vendor-fromfile.yaml"] {
+    for (fixture, rows) in [
+        ("vendor-fromname.yaml", "pod-delete,power-off-none"),
+        ("vendor-fromfile.yaml", "pod-delete"),
+    ] {
         let q = out.path().join(fixture);
         let res = run_ok(
             nodedown()
                 .args(["qualify", "--testdriver"])
                 .arg(format!("tests/fixtures/testdriver/{fixture}"))
-                .args(["--quick", "--repeat", "1", "--only", "pod-delete"])
+                .args(["--quick", "--repeat", "1", "--only", rows])
                 .arg("--cluster-name")
                 .arg(cluster_name())
                 .arg("--out")
@@ -2894,6 +2900,24 @@ fn qualify_makes_the_class_of_from_name_and_from_file_and_deletes_it() {
             .unwrap()
             .clone();
         assert_eq!(row["verdict"], "pass", "{fixture}: {row}");
+        if rows.contains("power-off-none") {
+            let none = sheet["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["id"] == "power-off-none")
+                .unwrap()
+                .clone();
+            assert_eq!(none["verdict"], "pass", "{none}");
+            let events = std::fs::read_to_string(
+                q.join("runs/qualify-power-off-none/power-off-none/1/events.jsonl"),
+            )
+            .unwrap();
+            assert!(
+                events.contains("did not answer through the API server"),
+                "the ledger read gave up, and said so"
+            );
+        }
         // Provisioned dynamically: the run's claim was bound to a PV the provisioner made.
         let events =
             std::fs::read_to_string(q.join("runs/qualify-pod-delete/pod-delete/1/events.jsonl"))

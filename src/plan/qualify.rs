@@ -168,16 +168,22 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
                 shutdown(false),
                 RemediationSpec::None,
                 Duration::from_secs(90),
-                expect(
-                    false,
-                    None,
-                    vec![],
-                    if attaches {
-                        vec![Phase::VolumeDetached, Phase::ReplacementCreated]
-                    } else {
-                        vec![Phase::ReplacementCreated]
-                    },
-                ),
+                Expectations {
+                    // What the row states: it stays down. Its data are not part of it — no
+                    // second writer can appear, and a provisioned volume can only be read
+                    // through its pod, whose node is down until the heal.
+                    integrity: None,
+                    ..expect(
+                        false,
+                        None,
+                        vec![],
+                        if attaches {
+                            vec![Phase::VolumeDetached, Phase::ReplacementCreated]
+                        } else {
+                            vec![Phase::ReplacementCreated]
+                        },
+                    )
+                },
             ),
         },
         Row {
@@ -539,6 +545,12 @@ mod tests {
         assert_eq!(
             expect_of(&plain, "force-delete").time_to_ready,
             Some(Bound { max: mins(3) })
+        );
+        // Every row that runs expects the data intact, except the one whose node stays down.
+        assert_eq!(expect_of(&plain, "power-off-none").integrity, None);
+        assert_eq!(
+            expect_of(&plain, "power-off-taint").integrity,
+            Some(IntegrityExpectation::Pass)
         );
     }
 

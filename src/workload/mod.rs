@@ -182,6 +182,10 @@ pub struct Workload {
     pub avoid: Option<String>,
 }
 
+/// How long reading a ledger through the API server's pod proxy may take: a few hundred KB
+/// come back in well under a second from a pod that answers.
+pub const LEDGER_PROXY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// How the workload's storage and evidence are reached from the harness's machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StorageAccess {
@@ -430,15 +434,27 @@ impl Workload {
                 let request = http::Request::get(&url)
                     .body(Vec::new())
                     .expect("valid request");
-                let body = client
-                    .request_stream(request)
+                let read = async {
+                    let body = client
+                        .request_stream(request)
+                        .await
+                        .map_err(api(format!("GET {url}")))?;
+                    let file = std::fs::File::create(dest).map_err(io(dest))?;
+                    let mut out = futures::io::AllowStdIo::new(file);
+                    futures::io::copy(body, &mut out)
+                        .await
+                        .map_err(|e| WorkloadError::Evidence(format!("reading {url}: {e}")))
+                };
+                // The pod that last ran may be on a node that is down (no replacement came):
+                // the API server then waits on a pod address nobody answers at.
+                let copied = tokio::time::timeout(LEDGER_PROXY_TIMEOUT, read)
                     .await
-                    .map_err(api(format!("GET {url}")))?;
-                let file = std::fs::File::create(dest).map_err(io(dest))?;
-                let mut out = futures::io::AllowStdIo::new(file);
-                let copied = futures::io::copy(body, &mut out)
-                    .await
-                    .map_err(|e| WorkloadError::Evidence(format!("reading {url}: {e}")))?;
+                    .map_err(|_| {
+                        WorkloadError::Evidence(format!(
+                            "ledger not collected: pod {serving} did not answer through the API server within {} (is its node down?)",
+                            crate::units::fmt_duration(LEDGER_PROXY_TIMEOUT)
+                        ))
+                    })??;
                 Ok(format!(
                     "ledger collected: {copied} bytes from pod {serving} through the API server ({url})"
                 ))
