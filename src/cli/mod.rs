@@ -194,6 +194,15 @@ mod tests {
     }
 
     #[test]
+    fn only_takes_repeated_and_comma_separated_names() {
+        let cli = Cli::try_parse_from(["nodedown", "run", "--only", "a,b", "--only", "c"]).unwrap();
+        let Command::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(a.only, ["a", "b", "c"]);
+    }
+
+    #[test]
     fn fail_on_defaults_to_unknown() {
         let cli = Cli::try_parse_from(["nodedown", "run", "x.yaml"]).unwrap();
         let Command::Run(a) = cli.command else {

@@ -97,8 +97,13 @@ pub struct RunArgs {
     /// Run each variant this many times (overrides `repeat`).
     #[arg(help_heading = "What runs", long)]
     pub repeat: Option<u32>,
-    /// Run only these variants (repeatable).
-    #[arg(help_heading = "What runs", long = "only", value_name = "VARIANT")]
+    /// Run only these variants (repeatable, or comma-separated: names hold no commas).
+    #[arg(
+        help_heading = "What runs",
+        long = "only",
+        value_name = "VARIANT",
+        value_delimiter = ','
+    )]
     pub only: Vec<String>,
     /// Node image for a cluster this run creates: kind's (default: the one testenv built last),
     /// or the k3s image for k3d (default: the k3d config's, else rancher/k3s:v1.34.8-k3s1).
