@@ -152,8 +152,14 @@ async fn create_class(
     Ok((journal, id, client))
 }
 
+/// A class qualify made for the runs: its journal, the journal entry and the client that
+/// deletes it.
+type Created = (crate::journal::Journal, u64, kube::Client);
+
 /// Runs the qualification; returns the exit code (`nodedown run`'s contract over the rows that
-/// ran; a not-applicable row never fails it).
+/// ran; a not-applicable row never fails it). In order: read the driver, plan the class, make
+/// it, read the cluster's facts, plan the rows, write them, run them, delete the class, write
+/// the sheet and its metrics.
 pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     if !args.run.paths.is_empty() {
         error("qualify writes its own experiments: give no experiment files (rerun a row with `nodedown run OUT/experiments/<row>.yaml`)");
@@ -162,68 +168,13 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     if let Err(code) = super::push::check(args.run.pushgateway.as_deref()) {
         return code;
     }
-    let driver = match &args.testdriver {
-        Some(path) => match crate::spec::load_testdriver(path) {
-            Ok((d, warnings)) => {
-                for w in warnings {
-                    let kind = if w.note { "note" } else { "warning" };
-                    eprintln!("{kind}: {}:{w}", path.display());
-                }
-                Some(d)
-            }
-            Err(e) => {
-                error(e);
-                return EXIT_BAD_INPUT;
-            }
-        },
-        None => None,
+    let driver = match load_driver(&args) {
+        Ok(d) => d,
+        Err(code) => return code,
     };
-    let plan = match (
-        &args.storage_class,
-        driver.as_ref().and_then(|d| d.class.clone()),
-    ) {
-        (Some(c), _) => ClassPlan::Installed(c.clone()),
-        (None, Some(crate::spec::ClassSource::FromExistingClassName(c))) => ClassPlan::Installed(c),
-        (None, Some(crate::spec::ClassSource::FromName)) => {
-            // As upstream: a class whose provisioner is DriverInfo.Name, nothing else set.
-            let name = class_name();
-            let provisioner = driver
-                .as_ref()
-                .map(|d| d.driver.clone())
-                .unwrap_or_default();
-            ClassPlan::Create {
-                object: serde_json::json!({
-                    "apiVersion": "storage.k8s.io/v1",
-                    "kind": "StorageClass",
-                    "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "nodedown"}},
-                    "provisioner": provisioner,
-                }),
-                from: format!("StorageClass.FromName: provisioner {provisioner}"),
-                name,
-            }
-        }
-        (None, Some(crate::spec::ClassSource::FromFile { written, resolved })) => {
-            let path = match &args.repo_root {
-                Some(root) if written.is_relative() => root.join(&written),
-                _ => resolved,
-            };
-            let name = class_name();
-            match class_from_manifest(&path, &name) {
-                Ok(object) => ClassPlan::Create {
-                    object,
-                    from: format!("StorageClass.FromFile {}", path.display()),
-                    name,
-                },
-                Err(e) => {
-                    error(e);
-                    return EXIT_BAD_INPUT;
-                }
-            }
-        }
-        (None, None) => {
-            error("no storage class: the testdriver file has no StorageClass; give --storage-class NAME");
-            return EXIT_BAD_INPUT;
-        }
+    let plan = match class_plan(&args, driver.as_ref()) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let class = plan.name().to_string();
     if args.run.repeat == Some(0) {
@@ -245,35 +196,9 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         PathBuf::from("runs").join(format!("qualify-{stamp}"))
     });
     // A class made for the runs exists before anything reads it, and goes when they end.
-    let created = match (&plan, args.plan_only) {
-        (ClassPlan::Create { name, object, from }, false) => {
-            match create_class(
-                &context,
-                &out.join("runs").join("storage-class"),
-                name,
-                object,
-            )
-            .await
-            {
-                Ok(c) => {
-                    eprintln!("qualify: created StorageClass {name} ({from}); it is deleted when the runs end");
-                    Some(c)
-                }
-                Err(e) => {
-                    error(format!(
-                        "{e}; a class made from the testdriver file ({from}) needs the cluster up before the runs (testenv/up, or --context)"
-                    ));
-                    return EXIT_HARNESS;
-                }
-            }
-        }
-        (ClassPlan::Create { name, from, .. }, true) => {
-            eprintln!(
-                "qualify: would create StorageClass {name} ({from}) for the runs and delete it after"
-            );
-            None
-        }
-        (ClassPlan::Installed(_), _) => None,
+    let created = match make_class(&plan, &context, &out, args.plan_only).await {
+        Ok(c) => c,
+        Err(code) => return code,
     };
     let planned_provisioner = match &plan {
         ClassPlan::Create { object, .. } => object["provisioner"].as_str().map(str::to_string),
@@ -307,115 +232,21 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         None => Storage::from_class(&class, attaches),
     };
     let rows = matrix(&storage, args.quick);
-    // `--only` picks rows of the matrix by id (each row's experiment has one variant named
-    // as the row, so the runs take the same `--only`); one that names no row is refused with
-    // the closest and every row there is, one that names a row not applicable with its reason.
-    // The rows left out stay on the sheet, unknown.
-    if !args.run.only.is_empty() {
-        let ids: Vec<&str> = rows.iter().map(|r| r.id).collect();
-        let unknown: Vec<String> = args
-            .run
-            .only
-            .iter()
-            .filter(|o| !ids.contains(&o.as_str()))
-            .map(|o| match crate::spec::closest(o, &ids) {
-                Some(c) => {
-                    format!("--only {o}: no row of the matrix is named so; did you mean `{c}`?")
-                }
-                None => format!("--only {o}: no row of the matrix is named so"),
-            })
-            .collect();
-        if !unknown.is_empty() {
-            for u in unknown {
-                error(u);
-            }
-            error(format!("the rows: {}", ids.join(", ")));
-            return EXIT_BAD_INPUT;
-        }
-        for r in &rows {
-            if let (true, RowBody::NotApplicable(why)) =
-                (args.run.only.iter().any(|o| o == r.id), &r.body)
-            {
-                error(format!(
-                    "--only {}: the row is not applicable here: {why}",
-                    r.id
-                ));
-                return EXIT_BAD_INPUT;
-            }
-        }
+    if let Err(code) = check_only(&rows, &args.run.only) {
+        return code;
     }
-    let picked = |id: &str| args.run.only.is_empty() || args.run.only.iter().any(|o| o == id);
     let dir = out.join("experiments");
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        error(format!("cannot create {}: {e}", dir.display()));
-        return EXIT_HARNESS;
-    }
-    for row in &rows {
-        if let RowBody::Run(exp) = &row.body {
-            let file = dir.join(format!("{}.yaml", row.id));
-            if let Err(e) = std::fs::write(&file, file_text(&class, exp)) {
-                error(format!("cannot write {}: {e}", file.display()));
-                return EXIT_HARNESS;
-            }
-        }
+    if let Err(code) = write_rows(&dir, &class, &rows) {
+        return code;
     }
     let repeat = args.run.repeat.unwrap_or(if args.quick { 3 } else { 10 });
     if !quiet || args.plan_only {
-        eprintln!(
-            "qualify: storage class {class}{}, {} rows ({} to run, {repeat} time(s) each), experiments in {}",
-            match attaches {
-                Some(true) => " (attaches)",
-                Some(false) => " (does not attach)",
-                None => "",
-            },
-            rows.len(),
-            rows.iter()
-                .filter(|r| matches!(r.body, RowBody::Run(_)) && picked(r.id))
-                .count(),
-            dir.display()
-        );
-        for row in &rows {
-            match &row.body {
-                RowBody::Run(_) if !picked(row.id) => {
-                    eprintln!("  {:<24} left out by --only", row.id)
-                }
-                RowBody::Run(_) => eprintln!("  {:<24} {}", row.id, row.title),
-                RowBody::NotApplicable(why) => {
-                    eprintln!("  {:<24} not applicable: {why}", row.id)
-                }
-            }
-        }
+        print_rows(&class, attaches, &rows, &args.run.only, repeat, &dir);
     }
     if args.plan_only {
-        // The refusals the run would make on this cluster, and what it would cost.
-        args.run.paths = vec![dir.clone()];
+        args.run.paths = vec![dir];
         args.run.repeat = Some(repeat);
-        match super::run::plan_refusals(&args.run) {
-            Ok(not_run) => {
-                for n in &not_run {
-                    eprintln!(
-                        "  would be refused here: {} ({}): {}",
-                        n.experiment, n.variant, n.reason
-                    );
-                }
-            }
-            Err(code) => return code,
-        }
-        let secs: u64 = rows
-            .iter()
-            .filter_map(|r| match &r.body {
-                RowBody::Run(exp) if picked(r.id) => Some(estimate_secs(exp)),
-                _ => None,
-            })
-            .sum::<u64>()
-            * repeat as u64;
-        eprintln!(
-            "estimate: about {} one run after the other (each run's setup, steady state and heal \
-             plus its failover window, or its recovery timeout where no recovery is expected); \
-             lanes divide it",
-            crate::units::fmt_ms(secs * 1000)
-        );
-        return super::EXIT_OK;
+        return plan_only(&args.run, &rows, repeat);
     }
     args.run.paths = vec![dir];
     args.run.out = Some(out.join("runs"));
@@ -431,23 +262,8 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     let metrics_file = args.run.metrics_file.take();
     let pushgateway = args.run.pushgateway.take();
     let code = run::run(args.run, quiet).await;
-    if let Some((journal, id, client)) = created {
-        let api = kube::Api::<k8s_openapi::api::storage::v1::StorageClass>::all(client);
-        match api.delete(&class, &Default::default()).await {
-            Ok(_) => {
-                let _ = journal.healed(id);
-                if !quiet {
-                    eprintln!("qualify: deleted StorageClass {class}");
-                }
-            }
-            Err(e) if crate::remediation::is_not_found(&e) => {
-                let _ = journal.healed(id);
-            }
-            Err(e) => error(format!(
-                "cannot delete StorageClass {class}: {e}; `nodedown cleanup {}` deletes it",
-                runs_dir.display()
-            )),
-        }
+    if let Some(created) = created {
+        delete_class(created, &class, &runs_dir, quiet).await;
     }
     let report = match super::report::build(&runs_dir) {
         Ok(r) => r,
@@ -456,18 +272,6 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
             return if code == 0 { EXIT_HARNESS } else { code };
         }
     };
-    let planned: Vec<PlannedRow<'_>> = rows
-        .iter()
-        .map(|r| PlannedRow {
-            id: r.id,
-            title: r.title,
-            source: &r.source,
-            applies: match &r.body {
-                RowBody::Run(_) => Ok(format!("experiments/{}.yaml", r.id)),
-                RowBody::NotApplicable(why) => Err(why.clone()),
-            },
-        })
-        .collect();
     let env = SheetEnvironment {
         storage_class: class.clone(),
         driver: driver.as_ref().map(|d| d.driver.clone()),
@@ -478,39 +282,10 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         kubernetes: facts.as_ref().map(|f| f.kubernetes.clone()),
         nodes: facts.as_ref().map(|f| f.nodes.len()),
     };
-    let provenance = sheet::Provenance {
-        made: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        cluster: Some(context.clone()),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+    let s = match write_sheet(&out, env, &context, args.quick, repeat, &rows, &report) {
+        Ok(s) => s,
+        Err(code) => return code,
     };
-    let s = sheet::sheet(
-        &format!("nodedown {}", env!("CARGO_PKG_VERSION")),
-        env,
-        args.quick,
-        repeat,
-        &planned,
-        &report,
-        Some(provenance),
-    );
-    let json = serde_json::to_string_pretty(&s).expect("a sheet serializes");
-    let md = sheet::markdown(&s);
-    let (xml, page) = (sheet::junit(&s), sheet::html(&s));
-    for (name, text) in [
-        ("sheet.json", json.as_str()),
-        ("sheet.md", md.as_str()),
-        ("sheet.junit.xml", xml.as_str()),
-        ("sheet.html", page.as_str()),
-    ] {
-        if let Err(e) = std::fs::write(out.join(name), text) {
-            error(format!("cannot write {}: {e}", out.join(name).display()));
-            return EXIT_HARNESS;
-        }
-    }
-    println!("{md}");
-    eprintln!(
-        "sheet: {}/{{sheet.json,sheet.md,sheet.html,sheet.junit.xml}}",
-        out.display()
-    );
     if metrics_file.is_some() || pushgateway.is_some() {
         let metrics = super::report::qualification_metrics(&s, &runs_dir);
         if let Some(file) = &metrics_file {
@@ -530,6 +305,319 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         }
     }
     code
+}
+
+/// The testdriver file, its warnings printed (`None` without one; `Err`: the exit code).
+fn load_driver(args: &QualifyArgs) -> Result<Option<crate::spec::TestDriver>, u8> {
+    let Some(path) = &args.testdriver else {
+        return Ok(None);
+    };
+    match crate::spec::load_testdriver(path) {
+        Ok((d, warnings)) => {
+            for w in warnings {
+                let kind = if w.note { "note" } else { "warning" };
+                eprintln!("{kind}: {}:{w}", path.display());
+            }
+            Ok(Some(d))
+        }
+        Err(e) => {
+            error(e);
+            Err(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+/// The class the rows use: `--storage-class`, else the testdriver file's (`Err`: exit 2).
+fn class_plan(
+    args: &QualifyArgs,
+    driver: Option<&crate::spec::TestDriver>,
+) -> Result<ClassPlan, u8> {
+    use crate::spec::ClassSource;
+    Ok(
+        match (&args.storage_class, driver.and_then(|d| d.class.clone())) {
+            (Some(c), _) => ClassPlan::Installed(c.clone()),
+            (None, Some(ClassSource::FromExistingClassName(c))) => ClassPlan::Installed(c),
+            (None, Some(ClassSource::FromName)) => {
+                // As upstream: a class whose provisioner is DriverInfo.Name, nothing else set.
+                let name = class_name();
+                let provisioner = driver.map(|d| d.driver.clone()).unwrap_or_default();
+                ClassPlan::Create {
+                    object: serde_json::json!({
+                        "apiVersion": "storage.k8s.io/v1",
+                        "kind": "StorageClass",
+                        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "nodedown"}},
+                        "provisioner": provisioner,
+                    }),
+                    from: format!("StorageClass.FromName: provisioner {provisioner}"),
+                    name,
+                }
+            }
+            (None, Some(ClassSource::FromFile { written, resolved })) => {
+                let path = match &args.repo_root {
+                    Some(root) if written.is_relative() => root.join(&written),
+                    _ => resolved,
+                };
+                let name = class_name();
+                match class_from_manifest(&path, &name) {
+                    Ok(object) => ClassPlan::Create {
+                        object,
+                        from: format!("StorageClass.FromFile {}", path.display()),
+                        name,
+                    },
+                    Err(e) => {
+                        error(e);
+                        return Err(EXIT_BAD_INPUT);
+                    }
+                }
+            }
+            (None, None) => {
+                error("no storage class: the testdriver file has no StorageClass; give --storage-class NAME");
+                return Err(EXIT_BAD_INPUT);
+            }
+        },
+    )
+}
+
+/// Makes the planned class (under `--plan-only`, says it would); `None` for an installed one.
+async fn make_class(
+    plan: &ClassPlan,
+    context: &str,
+    out: &std::path::Path,
+    plan_only: bool,
+) -> Result<Option<Created>, u8> {
+    match (plan, plan_only) {
+        (ClassPlan::Create { name, object, from }, false) => {
+            let journal_dir = out.join("runs").join("storage-class");
+            match create_class(context, &journal_dir, name, object).await {
+                Ok(c) => {
+                    eprintln!("qualify: created StorageClass {name} ({from}); it is deleted when the runs end");
+                    Ok(Some(c))
+                }
+                Err(e) => {
+                    error(format!(
+                        "{e}; a class made from the testdriver file ({from}) needs the cluster up before the runs (testenv/up, or --context)"
+                    ));
+                    Err(EXIT_HARNESS)
+                }
+            }
+        }
+        (ClassPlan::Create { name, from, .. }, true) => {
+            eprintln!(
+                "qualify: would create StorageClass {name} ({from}) for the runs and delete it after"
+            );
+            Ok(None)
+        }
+        (ClassPlan::Installed(_), _) => Ok(None),
+    }
+}
+
+/// Deletes the class made for the runs, its journal entry then healed (a failure is said, with
+/// the cleanup that deletes it).
+async fn delete_class(created: Created, class: &str, runs_dir: &std::path::Path, quiet: bool) {
+    let (journal, id, client) = created;
+    let api = kube::Api::<k8s_openapi::api::storage::v1::StorageClass>::all(client);
+    match api.delete(class, &Default::default()).await {
+        Ok(_) => {
+            let _ = journal.healed(id);
+            if !quiet {
+                eprintln!("qualify: deleted StorageClass {class}");
+            }
+        }
+        Err(e) if crate::remediation::is_not_found(&e) => {
+            let _ = journal.healed(id);
+        }
+        Err(e) => error(format!(
+            "cannot delete StorageClass {class}: {e}; `nodedown cleanup {}` deletes it",
+            runs_dir.display()
+        )),
+    }
+}
+
+/// `--only` picks rows of the matrix by id (each row's experiment has one variant named as the
+/// row, so the runs take the same `--only`); one that names no row is refused with the closest
+/// and every row there is, one that names a row not applicable with its reason. The rows left
+/// out stay on the sheet, unknown.
+fn check_only(rows: &[crate::plan::qualify::Row], only: &[String]) -> Result<(), u8> {
+    if only.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = rows.iter().map(|r| r.id).collect();
+    let unknown: Vec<String> = only
+        .iter()
+        .filter(|o| !ids.contains(&o.as_str()))
+        .map(|o| match crate::spec::closest(o, &ids) {
+            Some(c) => format!("--only {o}: no row of the matrix is named so; did you mean `{c}`?"),
+            None => format!("--only {o}: no row of the matrix is named so"),
+        })
+        .collect();
+    if !unknown.is_empty() {
+        for u in unknown {
+            error(u);
+        }
+        error(format!("the rows: {}", ids.join(", ")));
+        return Err(EXIT_BAD_INPUT);
+    }
+    for r in rows {
+        if let (true, RowBody::NotApplicable(why)) = (only.iter().any(|o| o == r.id), &r.body) {
+            error(format!(
+                "--only {}: the row is not applicable here: {why}",
+                r.id
+            ));
+            return Err(EXIT_BAD_INPUT);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `--only` (empty: every row) picks row `id`.
+fn picked(only: &[String], id: &str) -> bool {
+    only.is_empty() || only.iter().any(|o| o == id)
+}
+
+/// Writes each row that runs as an experiment file in `dir`.
+fn write_rows(
+    dir: &std::path::Path,
+    class: &str,
+    rows: &[crate::plan::qualify::Row],
+) -> Result<(), u8> {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        error(format!("cannot create {}: {e}", dir.display()));
+        return Err(EXIT_HARNESS);
+    }
+    for row in rows {
+        if let RowBody::Run(exp) = &row.body {
+            let file = dir.join(format!("{}.yaml", row.id));
+            if let Err(e) = std::fs::write(&file, file_text(class, exp)) {
+                error(format!("cannot write {}: {e}", file.display()));
+                return Err(EXIT_HARNESS);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The matrix for people: each row, run, left out by `--only`, or not applicable and why.
+fn print_rows(
+    class: &str,
+    attaches: Option<bool>,
+    rows: &[crate::plan::qualify::Row],
+    only: &[String],
+    repeat: u32,
+    dir: &std::path::Path,
+) {
+    eprintln!(
+        "qualify: storage class {class}{}, {} rows ({} to run, {repeat} time(s) each), experiments in {}",
+        match attaches {
+            Some(true) => " (attaches)",
+            Some(false) => " (does not attach)",
+            None => "",
+        },
+        rows.len(),
+        rows.iter()
+            .filter(|r| matches!(r.body, RowBody::Run(_)) && picked(only, r.id))
+            .count(),
+        dir.display()
+    );
+    for row in rows {
+        match &row.body {
+            RowBody::Run(_) if !picked(only, row.id) => {
+                eprintln!("  {:<24} left out by --only", row.id)
+            }
+            RowBody::Run(_) => eprintln!("  {:<24} {}", row.id, row.title),
+            RowBody::NotApplicable(why) => {
+                eprintln!("  {:<24} not applicable: {why}", row.id)
+            }
+        }
+    }
+}
+
+/// `--plan-only`: the refusals the runs would meet on this cluster, and what they would cost.
+fn plan_only(run_args: &RunArgs, rows: &[crate::plan::qualify::Row], repeat: u32) -> u8 {
+    match super::run::plan_refusals(run_args) {
+        Ok(not_run) => {
+            for n in &not_run {
+                eprintln!(
+                    "  would be refused here: {} ({}): {}",
+                    n.experiment, n.variant, n.reason
+                );
+            }
+        }
+        Err(code) => return code,
+    }
+    let secs: u64 = rows
+        .iter()
+        .filter_map(|r| match &r.body {
+            RowBody::Run(exp) if picked(&run_args.only, r.id) => Some(estimate_secs(exp)),
+            _ => None,
+        })
+        .sum::<u64>()
+        * repeat as u64;
+    eprintln!(
+        "estimate: about {} one run after the other (each run's setup, steady state and heal \
+         plus its failover window, or its recovery timeout where no recovery is expected); \
+         lanes divide it",
+        crate::units::fmt_ms(secs * 1000)
+    );
+    super::EXIT_OK
+}
+
+/// Makes the sheet from the runs' report and writes it in four formats below `out`; prints its
+/// Markdown.
+fn write_sheet(
+    out: &std::path::Path,
+    env: SheetEnvironment,
+    context: &str,
+    quick: bool,
+    repeat: u32,
+    rows: &[crate::plan::qualify::Row],
+    report: &crate::report::Report,
+) -> Result<sheet::Sheet, u8> {
+    let planned: Vec<PlannedRow<'_>> = rows
+        .iter()
+        .map(|r| PlannedRow {
+            id: r.id,
+            title: r.title,
+            source: &r.source,
+            applies: match &r.body {
+                RowBody::Run(_) => Ok(format!("experiments/{}.yaml", r.id)),
+                RowBody::NotApplicable(why) => Err(why.clone()),
+            },
+        })
+        .collect();
+    let provenance = sheet::Provenance {
+        made: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        cluster: Some(context.to_string()),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let s = sheet::sheet(
+        &format!("nodedown {}", env!("CARGO_PKG_VERSION")),
+        env,
+        quick,
+        repeat,
+        &planned,
+        report,
+        Some(provenance),
+    );
+    let json = serde_json::to_string_pretty(&s).expect("a sheet serializes");
+    let md = sheet::markdown(&s);
+    let (xml, page) = (sheet::junit(&s), sheet::html(&s));
+    for (name, text) in [
+        ("sheet.json", json.as_str()),
+        ("sheet.md", md.as_str()),
+        ("sheet.junit.xml", xml.as_str()),
+        ("sheet.html", page.as_str()),
+    ] {
+        if let Err(e) = std::fs::write(out.join(name), text) {
+            error(format!("cannot write {}: {e}", out.join(name).display()));
+            return Err(EXIT_HARNESS);
+        }
+    }
+    println!("{md}");
+    eprintln!(
+        "sheet: {}/{{sheet.json,sheet.md,sheet.html,sheet.junit.xml}}",
+        out.display()
+    );
+    Ok(s)
 }
 
 /// Whether `ctx` is a context of the kubeconfig (KUBECONFIG, else ~/.kube/config): an error
