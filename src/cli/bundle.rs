@@ -320,6 +320,75 @@ fn plan(args: &BundleRunArgs) -> Result<BundlePlan, String> {
     })
 }
 
+/// The cluster, once the context is allowed and the bundle's namespace free (a terminating
+/// one is waited for): its context name and a client (`Err`: the exit code).
+async fn reach(args: &BundleRunArgs, plan: &BundlePlan) -> Result<(String, kube::Client), u8> {
+    let context = crate::runner::resolve_context(args.context.as_deref()).map_err(|e| {
+        error(e);
+        EXIT_BAD_INPUT
+    })?;
+    if let Err(e) = crate::runner::guard(&context, args.allow_context.as_deref()) {
+        error(e);
+        return Err(EXIT_BAD_INPUT);
+    }
+    let client = match crate::cluster::client_for_context(Some(&context)).await {
+        Ok((c, _)) => c,
+        Err(e) => {
+            error(format!(
+                "cannot reach the cluster of context {context}: {e}"
+            ));
+            return Err(EXIT_HARNESS);
+        }
+    };
+    match effects::namespace_exists(&client, &plan.namespace, Duration::from_secs(120)).await {
+        Ok(false) => Ok((context, client)),
+        Ok(true) => {
+            error(format!(
+                "namespace {} exists (or was still terminating after 2 minutes): a bundle runs there, or one was left (`nodedown cleanup <its --out>`); or give --namespace",
+                plan.namespace
+            ));
+            Err(EXIT_HARNESS)
+        }
+        Err(e) => {
+            error(e);
+            Err(EXIT_HARNESS)
+        }
+    }
+}
+
+/// Before anything is made: OUT/session.json (how `nodedown cleanup OUT` reaches the cluster)
+/// and the journal entry that deletes the bundle; the journal and the entry's id.
+fn record(
+    out: &Path,
+    context: &str,
+    namespace: &str,
+    outside: &[crate::journal::ObjectRef],
+) -> Result<(crate::journal::Journal, u64), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let session = crate::runner::Session {
+        provider: crate::spec::Provider::Existing,
+        cluster: None,
+        context: Some(context.to_string()),
+        profile: None,
+        power_hooks: None,
+        node_control: None,
+        test_nodes: false,
+    };
+    let file = out.join(crate::store::SESSION_FILE);
+    let text = serde_json::to_string_pretty(&session).expect("a session serializes");
+    std::fs::write(&file, text + "\n").map_err(|e| format!("{}: {e}", file.display()))?;
+    let path = out.join(crate::store::JOURNAL_FILE);
+    let journal =
+        crate::journal::Journal::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let id = journal
+        .record(crate::journal::Undo::DeleteBundle {
+            namespace: namespace.to_string(),
+            objects: outside.to_vec(),
+        })
+        .map_err(|e| format!("cannot write the journal: {e}"))?;
+    Ok((journal, id))
+}
+
 async fn run(args: BundleRunArgs, quiet: bool) -> u8 {
     let plan = match plan(&args) {
         Ok(p) => p,
@@ -335,42 +404,12 @@ async fn run(args: BundleRunArgs, quiet: bool) -> u8 {
         ));
         return EXIT_BAD_INPUT;
     }
-    let context = match crate::runner::resolve_context(args.context.as_deref()) {
-        Ok(c) => c,
-        Err(e) => {
-            error(e);
-            return EXIT_BAD_INPUT;
-        }
+    let (context, client) = match reach(&args, &plan).await {
+        Ok(r) => r,
+        Err(code) => return code,
     };
-    if let Err(e) = crate::runner::guard(&context, args.allow_context.as_deref()) {
-        error(e);
-        return EXIT_BAD_INPUT;
-    }
-    let client = match crate::cluster::client_for_context(Some(&context)).await {
-        Ok((c, _)) => c,
-        Err(e) => {
-            error(format!(
-                "cannot reach the cluster of context {context}: {e}"
-            ));
-            return EXIT_HARNESS;
-        }
-    };
-    match effects::namespace_exists(&client, &plan.namespace, Duration::from_secs(120)).await {
-        Ok(false) => {}
-        Ok(true) => {
-            error(format!(
-                "namespace {} exists (or was still terminating after 2 minutes): a bundle runs there, or one was left (`nodedown cleanup <its --out>`); or give --namespace",
-                plan.namespace
-            ));
-            return EXIT_HARNESS;
-        }
-        Err(e) => {
-            error(e);
-            return EXIT_HARNESS;
-        }
-    }
     let objects = bundle::objects(&plan);
-    // Journaled before anything is made: what lives outside the namespace, by name.
+    // What lives outside the namespace, by name: deleted one by one.
     let mut outside = Vec::new();
     for o in &objects {
         match effects::object_ref(o) {
@@ -387,42 +426,10 @@ async fn run(args: BundleRunArgs, quiet: bool) -> u8 {
             }
         }
     }
-    let journal = match std::fs::create_dir_all(&args.out)
-        .and_then(|()| crate::journal::Journal::open(&args.out.join(crate::store::JOURNAL_FILE)))
-    {
+    let (journal, id) = match record(&args.out, &context, &plan.namespace, &outside) {
         Ok(j) => j,
         Err(e) => {
-            error(format!("{}: {e}", args.out.display()));
-            return EXIT_HARNESS;
-        }
-    };
-    // How `nodedown cleanup OUT` reaches the cluster.
-    let session = crate::runner::Session {
-        provider: crate::spec::Provider::Existing,
-        cluster: None,
-        context: Some(context.clone()),
-        profile: None,
-        power_hooks: None,
-        node_control: None,
-        test_nodes: false,
-    };
-    let written = serde_json::to_string_pretty(&session)
-        .map_err(std::io::Error::other)
-        .and_then(|text| std::fs::write(args.out.join(crate::store::SESSION_FILE), text + "\n"));
-    if let Err(e) = written {
-        error(format!(
-            "{}: {e}",
-            args.out.join(crate::store::SESSION_FILE).display()
-        ));
-        return EXIT_HARNESS;
-    }
-    let id = match journal.record(crate::journal::Undo::DeleteBundle {
-        namespace: plan.namespace.clone(),
-        objects: outside.clone(),
-    }) {
-        Ok(id) => id,
-        Err(e) => {
-            error(format!("cannot write the journal: {e}"));
+            error(e);
             return EXIT_HARNESS;
         }
     };
