@@ -531,6 +531,13 @@ async fn deploy_and_fetch(
             Ok(p) => p,
             Err(e) => return Outcome::Failed(e.to_string()),
         };
+        if let (None, Some(_)) = (&pod, &last) {
+            return Outcome::Failed(format!(
+                "the pod of job {}/{} is gone (deleted or evicted) before its results were fetched",
+                plan.namespace,
+                bundle::JOB
+            ));
+        }
         if let Some(pod) = pod {
             let name = pod.metadata.name.clone().unwrap_or_default();
             let state = effects::pod_state(&pod);
