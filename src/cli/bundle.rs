@@ -256,11 +256,7 @@ fn inputs(args: &BundleRunArgs) -> Result<Vec<Input>, String> {
     let Some(path) = &args.testdriver else {
         return Ok(Vec::new());
     };
-    let (driver, warnings) = crate::spec::load_testdriver(path).map_err(|e| e.to_string())?;
-    for w in warnings {
-        let kind = if w.note { "note" } else { "warning" };
-        eprintln!("{kind}: {}:{w}", path.display());
-    }
+    let driver = super::qualify::read_testdriver(path).map_err(|e| e.to_string())?;
     let read = |p: &Path| {
         std::fs::read_to_string(p).map_err(|e| format!("{}: cannot read: {e}", p.display()))
     };
@@ -269,10 +265,7 @@ fn inputs(args: &BundleRunArgs) -> Result<Vec<Input>, String> {
         text: read(path)?,
     }];
     if let Some(crate::spec::ClassSource::FromFile { written, resolved }) = &driver.class {
-        let from = match &args.repo_root {
-            Some(root) if written.is_relative() => root.join(written),
-            _ => resolved.clone(),
-        };
+        let from = super::qualify::manifest_path(written, resolved, args.repo_root.as_deref());
         let shipped = bundle::input_path(written)
             .map_err(|e| format!("{}: StorageClass.FromFile {e}", path.display()))?;
         if shipped == TESTDRIVER_FILE {

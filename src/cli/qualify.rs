@@ -312,18 +312,34 @@ fn load_driver(args: &QualifyArgs) -> Result<Option<crate::spec::TestDriver>, u8
     let Some(path) = &args.testdriver else {
         return Ok(None);
     };
-    match crate::spec::load_testdriver(path) {
-        Ok((d, warnings)) => {
-            for w in warnings {
-                let kind = if w.note { "note" } else { "warning" };
-                eprintln!("{kind}: {}:{w}", path.display());
-            }
-            Ok(Some(d))
-        }
-        Err(e) => {
-            error(e);
-            Err(EXIT_BAD_INPUT)
-        }
+    read_testdriver(path).map(Some).map_err(|e| {
+        error(e);
+        EXIT_BAD_INPUT
+    })
+}
+
+/// Reads a testdriver file and prints its warnings and notes (`qualify`, `bundle run`).
+pub(super) fn read_testdriver(
+    path: &std::path::Path,
+) -> Result<crate::spec::TestDriver, crate::spec::SpecError> {
+    let (d, warnings) = crate::spec::load_testdriver(path)?;
+    for w in warnings {
+        let kind = if w.note { "note" } else { "warning" };
+        eprintln!("{kind}: {}:{w}", path.display());
+    }
+    Ok(d)
+}
+
+/// Where a `StorageClass.FromFile` manifest is read from: a relative path from `--repo-root`
+/// when given, else as resolved from the testdriver file's directory.
+pub(super) fn manifest_path(
+    written: &std::path::Path,
+    resolved: &std::path::Path,
+    repo_root: Option<&std::path::Path>,
+) -> PathBuf {
+    match repo_root {
+        Some(root) if written.is_relative() => root.join(written),
+        _ => resolved.to_path_buf(),
     }
 }
 
@@ -353,10 +369,7 @@ fn class_plan(
                 }
             }
             (None, Some(ClassSource::FromFile { written, resolved })) => {
-                let path = match &args.repo_root {
-                    Some(root) if written.is_relative() => root.join(&written),
-                    _ => resolved,
-                };
+                let path = manifest_path(&written, &resolved, args.repo_root.as_deref());
                 let name = class_name();
                 match class_from_manifest(&path, &name) {
                     Ok(object) => ClassPlan::Create {
