@@ -91,6 +91,14 @@ func (c *controller) CreateVolume(_ context.Context, req *csi.CreateVolumeReques
 			capacity = limit
 		}
 	}
+	vol := &csi.Volume{CapacityBytes: capacity}
+	switch path := req.GetParameters()[DataPathAttribute]; path {
+	case "", "bind":
+	case "fuse":
+		vol.VolumeContext = map[string]string{DataPathAttribute: path}
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "parameter %s: %q is not a data path (bind or fuse)", DataPathAttribute, path)
+	}
 	id := unsafeChars.ReplaceAllString(req.GetName(), "-")
 	if len(id) > 200 {
 		id = id[:200]
@@ -101,7 +109,8 @@ func (c *controller) CreateVolume(_ context.Context, req *csi.CreateVolumeReques
 		}
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: id, CapacityBytes: capacity}}, nil
+	vol.VolumeId = id
+	return &csi.CreateVolumeResponse{Volume: vol}, nil
 }
 
 func (c *controller) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {

@@ -4,6 +4,7 @@ go 1.24.0
 
 require (
 	github.com/container-storage-interface/spec v1.9.0
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	google.golang.org/grpc v1.72.1
 	google.golang.org/protobuf v1.36.5
 	k8s.io/kubelet v0.34.4

@@ -30,6 +30,9 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+
+	"nodedown.dev/testenv/csi/csiaddons/fence"
+	addonsid "nodedown.dev/testenv/csi/csiaddons/identity"
 )
 
 // DriverName is the CSI driver's name (CSIDriver object, StorageClass provisioner, PV source).
@@ -39,8 +42,10 @@ const DriverName = "csi.nodedown.dev"
 const Version = "0.1.0"
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "controller" && os.Args[1] != "node" && os.Args[1] != "all") {
-		fmt.Fprintln(os.Stderr, "usage: nodedown-csi controller|node|all --endpoint unix://PATH --root DIR [--node-id NAME] [--registration-dir DIR]")
+	modes := map[string]bool{"controller": true, "node": true, "all": true, "fence-controller": true}
+	if len(os.Args) < 2 || !modes[os.Args[1]] {
+		fmt.Fprintln(os.Stderr, "usage: nodedown-csi controller|node|all --endpoint unix://PATH --root DIR [--csiaddons-endpoint unix://PATH] [--node-id NAME] [--node-address IP] [--registration-dir DIR]\n"+
+			"       nodedown-csi fence-controller --csiaddons-endpoint unix://PATH")
 		os.Exit(2)
 	}
 	mode := os.Args[1]
@@ -49,7 +54,15 @@ func main() {
 	root := fs.String("root", "/mnt/nodedown-shared/csi", "the storage: volumes, attachments and registered nodes live here")
 	nodeID := fs.String("node-id", os.Getenv("NODE_NAME"), "this node's ID (node plugin)")
 	regDir := fs.String("registration-dir", "", "kubelet plugin registration directory; empty: do not register")
+	addonsEndpoint := fs.String("csiaddons-endpoint", "", "the csi-addons services (identity, network fence) on this gRPC endpoint (unix://PATH); empty: not served")
+	nodeAddr := fs.String("node-address", os.Getenv("NODE_IP"), "the address this node reaches the storage from: its client in the fence table (node plugin)")
 	_ = fs.Parse(os.Args[2:])
+	if mode == "fence-controller" {
+		if err := runFenceController(*addonsEndpoint); err != nil {
+			log.Fatalf("nodedown-csi: %v", err)
+		}
+		return
+	}
 
 	store, err := OpenStore(*root)
 	if err != nil {
@@ -71,13 +84,42 @@ func main() {
 		if err := store.RegisterNode(*nodeID); err != nil {
 			log.Fatalf("nodedown-csi: %v", err)
 		}
-		csi.RegisterNodeServer(srv, &node{store: store, id: *nodeID})
+		n := &node{store: store, id: *nodeID}
+		if *nodeAddr != "" {
+			if err := store.RegisterClient(*nodeID, *nodeAddr); err != nil {
+				log.Fatalf("nodedown-csi: %v", err)
+			}
+			if n.fence, err = NewFenceWatch(store, *nodeAddr); err != nil {
+				log.Fatalf("nodedown-csi: %v", err)
+			}
+		}
+		csi.RegisterNodeServer(srv, n)
 	}
 	lis, err := listen(sock)
 	if err != nil {
 		log.Fatalf("nodedown-csi: %v", err)
 	}
 	log.Printf("nodedown-csi %s %s: serving %s on %s (storage %s)", Version, mode, DriverName, sock, *root)
+	var addons *grpc.Server
+	if *addonsEndpoint != "" && mode != "node" {
+		path, err := socketPath(*addonsEndpoint)
+		if err != nil {
+			log.Fatalf("nodedown-csi: %v", err)
+		}
+		alis, err := listen(path)
+		if err != nil {
+			log.Fatalf("nodedown-csi: %v", err)
+		}
+		addons = grpc.NewServer(grpc.UnaryInterceptor(logCalls))
+		addonsid.RegisterIdentityServer(addons, addonsIdentity{})
+		fence.RegisterFenceControllerServer(addons, &fenceServer{store: store})
+		go func() {
+			if err := addons.Serve(alis); err != nil {
+				log.Printf("nodedown-csi: csi-addons: %v", err)
+			}
+		}()
+		log.Printf("nodedown-csi: csi-addons identity and network fence on %s", path)
+	}
 	var reg *grpc.Server
 	if *regDir != "" {
 		reg, err = serveRegistration(*regDir, sock)
@@ -91,6 +133,9 @@ func main() {
 		<-stop
 		if reg != nil {
 			reg.Stop()
+		}
+		if addons != nil {
+			addons.Stop()
 		}
 		srv.Stop()
 	}()

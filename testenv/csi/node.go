@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -25,6 +28,10 @@ type node struct {
 	// SINGLE_NODE_SINGLE_WRITER, i.e. ReadWriteOncePod, across targets; checked against
 	// mountinfo, so a target unmounted behind our back does not count).
 	published map[string]map[string]bool
+	// fence: this node's client of the storage's fence table (nil without --node-address);
+	// served: staging path -> the FUSE server of a volume on the fenced data path.
+	fence  *FenceWatch
+	served map[string]*fuse.Server
 }
 
 func nodeCap(t csi.NodeServiceCapability_RPC_Type) *csi.NodeServiceCapability {
@@ -54,8 +61,17 @@ func (n *node) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeReques
 	if !n.store.AttachedTo(id, n.id) {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s", id, n.id)
 	}
-	if err := bindMount(n.store.VolumeDir(id), staging, false); err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+	switch path := req.GetVolumeContext()[DataPathAttribute]; path {
+	case "", "bind":
+		if err := bindMount(n.store.VolumeDir(id), staging, false); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	case "fuse":
+		if err := n.stageFenced(id, staging); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "volume context %s: %q is not a data path (bind or fuse)", DataPathAttribute, path)
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }
@@ -67,10 +83,47 @@ func (n *node) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRe
 	if req.GetStagingTargetPath() == "" {
 		return nil, status.Error(codes.InvalidArgument, "staging target path is required")
 	}
+	n.mu.Lock()
+	srv := n.served[req.GetStagingTargetPath()]
+	delete(n.served, req.GetStagingTargetPath())
+	n.mu.Unlock()
+	if srv != nil {
+		if err := srv.Unmount(); err != nil {
+			log.Printf("unmounting the FUSE server at %s: %v (unmounting the path)", req.GetStagingTargetPath(), err)
+		}
+	}
 	if err := unmount(req.GetStagingTargetPath(), false); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// stageFenced serves volume id at staging through the fenced data path (fuse.go). Idempotent.
+func (n *node) stageFenced(id, staging string) error {
+	if n.fence == nil {
+		return status.Errorf(codes.FailedPrecondition, "the fenced data path needs the node plugin's --node-address (NODE_IP)")
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.served[staging] != nil {
+		return nil
+	}
+	if mounted, err := isMountPoint(staging); err != nil || mounted {
+		// Mounted by a previous plugin process whose server is gone: the mount is dead. Replace it.
+		_ = syscall.Unmount(staging, syscall.MNT_DETACH)
+	}
+	srv, err := mountFenced(n.store.VolumeDir(id), staging, id, n.id, n.fence)
+	if err != nil {
+		return status.Errorf(codes.Internal, "serving volume %s at %s: %v", id, staging, err)
+	}
+	if n.served == nil {
+		n.served = map[string]*fuse.Server{}
+	}
+	n.served[staging] = srv
+	return nil
 }
 
 func (n *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {

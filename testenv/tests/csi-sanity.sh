@@ -3,8 +3,8 @@
 #
 # csi-sanity (kubernetes-csi/csi-test, cached by testenv/build-csi.sh) against testenv's CSI
 # driver: the driver's controller and node services on one unix socket, with a throwaway
-# storage root, mount and staging directories under a temporary directory. Passes when
-# csi-sanity reports no failed spec. The driver process is ended by its PID; leftover mounts
+# storage root, mount and staging directories under a temporary directory; twice, on the
+# bind-mounted and on the fenced (FUSE) data path. Passes when csi-sanity reports no failed spec. The driver process is ended by its PID; leftover mounts
 # under the temporary directory are unmounted.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -29,23 +29,33 @@ trap cleanup EXIT
 
 mkdir -p "$work/root"
 NODE_NAME=sanity-node "$CSI_BIN" all --endpoint "unix://$work/csi.sock" --root "$work/root" \
-  >"$work/driver.log" 2>&1 &
+  --node-address 127.0.0.1 >"$work/driver.log" 2>&1 &
 driver_pid=$!
 socket_there() { [ -S "$work/csi.sock" ]; }
 wait_for 20 "the driver's socket" socket_there
-log "csi-sanity $CSI_SANITY_VERSION against $(basename "$CSI_BIN") (pid $driver_pid)"
-"$CSI_SANITY_BIN" --csi.endpoint "$work/csi.sock" --csi.mountdir "$work/mnt" \
-  --csi.stagingdir "$work/stage" --ginkgo.no-color >"$work/sanity.log" 2>&1 || {
-  grep -E "^\s*\[FAIL\]|Ran [0-9]+ of|Passed" "$work/sanity.log" | head -40
-  fail "csi-sanity failed (log above)"
-}
-summary=$(grep -E "^(SUCCESS|FAIL)!|Passed \|" "$work/sanity.log" | tail -1)
-ran=$(grep -E "^Ran [0-9]+ of" "$work/sanity.log" | tail -1)
-log "$ran"
-log "$summary"
-# Ginkgo's summary: "Ran N of M Specs" and "SUCCESS! -- P Passed | F Failed | …". Specs must
-# have run, and exactly zero failed (a grep for "0 Failed" would also match "10 Failed").
-[[ "$ran" =~ ^Ran\ ([0-9]+)\ of ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] ||
-  fail "csi-sanity ran no specs ($ran)"
-[[ "$summary" =~ (^|[^0-9])([0-9]+)\ Failed ]] && [ "${BASH_REMATCH[2]}" -eq 0 ] ||
-  fail "csi-sanity reported failures ($summary)"
+# Twice: volumes on the bind-mounted data path (the default), then on the fenced one (the
+# StorageClass parameter nodedown.dev/data-path: fuse, served through FUSE by the node service).
+printf 'nodedown.dev/data-path: fuse\n' > "$work/fuse-params.yaml"
+for pass in bind fuse; do
+  params=()
+  [ "$pass" = fuse ] && params=(--csi.testvolumeparameters "$work/fuse-params.yaml")
+  log "csi-sanity $CSI_SANITY_VERSION against $(basename "$CSI_BIN") (pid $driver_pid), data path $pass"
+  "$CSI_SANITY_BIN" --csi.endpoint "$work/csi.sock" --csi.mountdir "$work/mnt" \
+    --csi.stagingdir "$work/stage" "${params[@]}" --ginkgo.no-color >"$work/sanity.log" 2>&1 || {
+    grep -E "^\s*\[FAIL\]|Ran [0-9]+ of|Passed" "$work/sanity.log" | head -40
+    fail "csi-sanity failed on the $pass data path (log above)"
+  }
+  summary=$(grep -E "^(SUCCESS|FAIL)!|Passed \|" "$work/sanity.log" | tail -1)
+  ran=$(grep -E "^Ran [0-9]+ of" "$work/sanity.log" | tail -1)
+  log "$ran"
+  log "$summary"
+  # Ginkgo's summary: "Ran N of M Specs" and "SUCCESS! -- P Passed | F Failed | …". Specs must
+  # have run, and exactly zero failed (a grep for "0 Failed" would also match "10 Failed").
+  [[ "$ran" =~ ^Ran\ ([0-9]+)\ of ]] && [ "${BASH_REMATCH[1]}" -gt 0 ] ||
+    fail "csi-sanity ran no specs on the $pass data path ($ran)"
+  [[ "$summary" =~ (^|[^0-9])([0-9]+)\ Failed ]] && [ "${BASH_REMATCH[2]}" -eq 0 ] ||
+    fail "csi-sanity reported failures on the $pass data path ($summary)"
+done
+fuse_stages=$(grep -c 'NodeStageVolume.*nodedown.dev/data-path.*fuse.*-> ok' "$work/driver.log" || true)
+[ "${fuse_stages:-0}" -gt 0 ] || fail "the fuse pass staged no volume on the fenced data path"
+log "the fuse pass staged $fuse_stages volume(s) through FUSE"

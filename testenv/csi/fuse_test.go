@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// The fenced data path on a real FUSE mount (needs root and /dev/fuse, as testenv's node plugin
+// does): a file opened before the fence fails its next write and fsync once the storage fences
+// this client, new opens fail too, and the same open file writes again after the unfence.
+func TestFenceRefusesAnOpenFileAtTheStorage(t *testing.T) {
+	root := t.TempDir()
+	store, err := OpenStore(filepath.Join(root, "storage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateVolume("vol-1", 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	watch, err := NewFenceWatch(store, "172.18.0.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(root, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mountFenced(store.VolumeDir("vol-1"), mnt, "vol-1", "worker", watch)
+	if err != nil {
+		t.Fatalf("mounting: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Unmount() })
+
+	f, err := os.OpenFile(filepath.Join(mnt, "ledger"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("before\n")); err != nil {
+		t.Fatalf("write before the fence: %v", err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("fsync before the fence: %v", err)
+	}
+
+	// Another client's fence does not touch this one.
+	if err := store.SetFence([]string{"172.18.0.9/32"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("other fenced\n")); err != nil {
+		t.Fatalf("write while another client is fenced: %v", err)
+	}
+
+	if err := store.SetFence([]string{"172.18.0.0/24"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("after\n")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("write through the open file after the fence: %v, want EIO", err)
+	}
+	if err := f.Sync(); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("fsync after the fence: %v, want EIO", err)
+	}
+	if _, err := os.OpenFile(filepath.Join(mnt, "new"), os.O_CREATE|os.O_WRONLY, 0o644); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("create after the fence: %v, want EIO", err)
+	}
+	if _, err := os.ReadFile(filepath.Join(mnt, "ledger")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read after the fence: %v, want EIO", err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "ledger")); err != nil {
+		t.Fatalf("stat after the fence (kept so the kubelet can unmount): %v", err)
+	}
+
+	if err := store.SetFence([]string{"172.18.0.0/24"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("unfenced\n")); err != nil {
+		t.Fatalf("write after the unfence: %v", err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(store.VolumeDir("vol-1"), "ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "before\nother fenced\nunfenced\n"; string(got) != want {
+		t.Fatalf("the storage holds %q, want %q (nothing written while fenced)", got, want)
+	}
+}
+
+func TestFenceTableIsCanonicalAndIdempotent(t *testing.T) {
+	store, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := store.SetFence([]string{"10.0.0.7", "10.1.2.3/16"}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := store.Fences()
+	if len(got) != 2 || got[0] != "10.0.0.7/32" || got[1] != "10.1.0.0/16" {
+		t.Fatalf("fences %v", got)
+	}
+	if err := store.SetFence([]string{"not-an-address"}, true); err == nil {
+		t.Fatal("a bad block was accepted")
+	}
+	if err := store.SetFence([]string{"10.0.0.7/32"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := store.Fences(); len(got) != 1 || got[0] != "10.1.0.0/16" {
+		t.Fatalf("after unfence: %v", got)
+	}
+}
