@@ -41,6 +41,15 @@ pub enum Undo {
     RemoveDir {
         path: PathBuf,
     },
+    /// Delete the storage fence (csi-addons `NetworkFence`) nodedown made for `node` in the run of
+    /// `namespace` — once the node is back and its kubelet runs no pod of that namespace any
+    /// more (an old writer still running would write again the moment the storage serves it),
+    /// then wait until the object is gone (its finalizer unfences first).
+    DeleteNetworkFence {
+        name: String,
+        node: String,
+        namespace: String,
+    },
     /// Delete a StorageClass nodedown made for an invocation (`qualify` with a testdriver
     /// file's `FromName` or `FromFile`).
     DeleteStorageClass {
@@ -79,9 +88,10 @@ pub enum Track {
 impl Undo {
     pub fn track(&self) -> Track {
         match self {
-            Undo::HealFault { .. } | Undo::RestoreNode { .. } | Undo::RemoveTaint { .. } => {
-                Track::Nodes
-            }
+            Undo::HealFault { .. }
+            | Undo::RestoreNode { .. }
+            | Undo::DeleteNetworkFence { .. }
+            | Undo::RemoveTaint { .. } => Track::Nodes,
             Undo::DeleteNamespace { .. }
             | Undo::DeletePersistentVolume { .. }
             | Undo::RemoveDir { .. }
@@ -90,17 +100,19 @@ impl Undo {
         }
     }
 
-    /// Heal order: nodes back first, then their taints, then the run's objects.
+    /// Heal order: nodes back first, then their storage fences lifted (Rook lifts a fence
+    /// with the taint), then their taints, then the run's objects.
     pub fn priority(&self) -> u8 {
         match self {
             Undo::HealFault { .. } => 0,
             Undo::RestoreNode { .. } => 1,
-            Undo::RemoveTaint { .. } => 2,
-            Undo::DeleteNamespace { .. } => 3,
-            Undo::DeletePersistentVolume { .. } => 4,
-            Undo::RemoveDir { .. } => 5,
-            Undo::DeleteStorageClass { .. } => 6,
-            Undo::DeleteBundle { .. } => 7,
+            Undo::DeleteNetworkFence { .. } => 2,
+            Undo::RemoveTaint { .. } => 3,
+            Undo::DeleteNamespace { .. } => 4,
+            Undo::DeletePersistentVolume { .. } => 5,
+            Undo::RemoveDir { .. } => 6,
+            Undo::DeleteStorageClass { .. } => 7,
+            Undo::DeleteBundle { .. } => 8,
         }
     }
 }

@@ -12,7 +12,6 @@
 //! A run of one instance keeps its ledger evidence in the run directory itself; a fleet's
 //! instances each keep theirs under `instances/<name>/` ([`instance_dir`]).
 
-use crate::integrity::{Ack, IntegrityReport};
 use crate::plan::PlannedRun;
 use crate::timeline::Event;
 use std::path::{Path, PathBuf};
@@ -59,8 +58,7 @@ pub fn load_invocation(out: &Path) -> Option<InvocationTimes> {
     serde_json::from_str(&text).ok()
 }
 
-/// Ledger evidence of a run: the checker's report and the acknowledgements observed.
-pub type LedgerEvidence = (IntegrityReport, Vec<Ack>);
+pub use crate::report::assemble::LedgerEvidence;
 
 /// Where the ledger evidence of instance `name` of a run with `instances` instances lives:
 /// the run directory for one instance, `instances/<name>/` in a fleet.
@@ -76,11 +74,21 @@ pub fn instance_dir(run_dir: &Path, instances: usize, name: &str) -> PathBuf {
 pub fn load_ledgers(
     dir: &Path,
     run: &PlannedRun,
+    events: &[Event],
 ) -> Result<crate::report::assemble::Ledgers, StoreError> {
     let names = crate::spec::members(&run.workload);
     let mut out = crate::report::assemble::Ledgers::new();
+    let fence = crate::timeline::fence_window(events).map(|(node, fenced_ms, unfenced_ms)| {
+        crate::integrity::FenceWindow {
+            node,
+            fenced_ms,
+            unfenced_ms,
+            clock_skew_ms: 0,
+        }
+    });
     for name in &names {
-        if let Some(evidence) = load_ledger(&instance_dir(dir, names.len(), name))? {
+        if let Some(evidence) = load_ledger(&instance_dir(dir, names.len(), name), fence.as_ref())?
+        {
             out.insert(name.clone(), evidence);
         }
     }
@@ -212,8 +220,12 @@ pub fn run_dirs(out: &Path) -> Vec<PathBuf> {
 }
 
 /// The ledger evidence of a run directory: the checker's report over the collected ledger and
-/// the recorded acks. `None` when the run has no collected ledger.
-pub fn load_ledger(dir: &Path) -> Result<Option<LedgerEvidence>, StoreError> {
+/// the recorded acks, and with a storage fence's window, the fence's efficacy read from the
+/// same ledger. `None` when the run has no collected ledger.
+pub fn load_ledger(
+    dir: &Path,
+    fence: Option<&crate::integrity::FenceWindow>,
+) -> Result<Option<LedgerEvidence>, StoreError> {
     let ledger = dir.join(LEDGER_COPY);
     let acks_path = dir.join(ACKS_FILE);
     if !ledger.is_file() {
@@ -231,7 +243,14 @@ pub fn load_ledger(dir: &Path) -> Result<Option<LedgerEvidence>, StoreError> {
     };
     let file = std::fs::File::open(&ledger).map_err(io(&ledger))?;
     let report = crate::integrity::check(std::io::BufReader::new(file), &acks);
-    Ok(Some((report, acks)))
+    let fence = match fence {
+        Some(w) => {
+            let file = std::fs::File::open(&ledger).map_err(io(&ledger))?;
+            Some(crate::integrity::fence_efficacy(file, w))
+        }
+        None => None,
+    };
+    Ok(Some((report, acks, fence)))
 }
 
 /// Every run below `out`, read back: what the report is computed from.
@@ -243,7 +262,7 @@ pub fn load_all(
         .into_iter()
         .map(|dir| {
             let (run, events) = load_run(&dir)?;
-            let ledgers = load_ledgers(&dir, &run)?;
+            let ledgers = load_ledgers(&dir, &run, &events)?;
             Ok((run, events, ledgers))
         })
         .collect()

@@ -917,6 +917,125 @@ fn network_partition_unfenced_taint_is_split_brain_and_fencing_loses_nothing() {
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 
+/// The storage-side fence (issue 31): the ledger's node cut off while it keeps writing, a
+/// csi-addons NetworkFence through testenv's NetworkFenceClass before the taint. The storage
+/// refuses the old writer from the fence on (the node plugin logs the refused write on the
+/// run's volume), nothing of it lands after the fence (fenceEfficacy held), the replacement
+/// loses nothing, and the heal lifts the fence only after the node is back: no NetworkFence and
+/// an empty fence table afterwards.
+#[test]
+fn storage_fence_refuses_the_cut_off_writer_and_is_lifted_after_the_node_is_back() {
+    let _g = lock_cluster();
+    let (status, report, dir) = run_experiment(
+        "experiments/storage-fence.yaml",
+        &["oos-taint-storage-fenced"],
+    );
+    let run = &report.experiments[0].runs[0];
+    let describe = |r: &nodedown::report::RunResult| {
+        let phases: Vec<String> = r
+            .phases
+            .iter()
+            .map(|p| format!("{}@{}", p.name.name(), p.at_ms))
+            .collect();
+        format!(
+            "{}; phases: {}",
+            not_passed(std::slice::from_ref(r)),
+            phases.join(" ")
+        )
+    };
+    assert_eq!(status.code(), Some(0), "{}", describe(run));
+    let at = |name: &str| {
+        run.phases
+            .iter()
+            .find(|p| p.name.name() == name)
+            .map(|p| p.at_ms)
+            .unwrap_or_else(|| panic!("phase {name}: {}", describe(run)))
+    };
+    assert!(
+        at("node-not-ready") <= at("fence-requested")
+            && at("fence-requested") <= at("fence-succeeded")
+            && at("fence-succeeded") <= at("out-of-service-taint")
+            && at("fault-healed") <= at("unfenced"),
+        "{}",
+        describe(run)
+    );
+    let fence = run
+        .expectations
+        .iter()
+        .find(|e| e.name == "fenceEfficacy")
+        .expect("a storage-fenced run has the fence's own verdict");
+    assert_eq!(fence.verdict, nodedown::report::Verdict::Pass, "{fence:?}");
+    let i = run.integrity.as_ref().expect("ledger evidence");
+    assert_eq!(i.verdict, nodedown::report::Verdict::Pass, "{}", i.evidence);
+    let f = i
+        .fence
+        .as_ref()
+        .expect("fence efficacy in the integrity result");
+    assert_eq!(
+        (f.through_fence, f.node.as_str()),
+        (0, run.target_node.as_deref().unwrap())
+    );
+    assert!(
+        f.last_before.is_some(),
+        "the cut-off node was writing until the fence: {f:?}"
+    );
+    // The refusal is the storage's: the node plugin on the fenced node logged it for this
+    // run's volume (its PersistentVolume's name is the volume handle).
+    let events = std::fs::read_to_string(
+        dir.path()
+            .join("run/storage-fence/oos-taint-storage-fenced/1/events.jsonl"),
+    )
+    .unwrap();
+    let pv = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "claim-bound")
+        .and_then(|e| e["pv"].as_str().map(String::from))
+        .expect("a claim-bound event");
+    let node = run.target_node.as_deref().unwrap();
+    let plugin = kubectl_ok(
+        &[
+            "-n",
+            "nodedown-csi",
+            "get",
+            "pods",
+            "-l",
+            "app=nodedown-csi-node",
+            "--field-selector",
+            &format!("spec.nodeName={node}"),
+            "-o",
+            "name",
+        ],
+        None,
+    );
+    let plugin = String::from_utf8(plugin.stdout).unwrap();
+    let logs = kubectl_ok(&["-n", "nodedown-csi", "logs", plugin.trim()], None);
+    let logs = String::from_utf8_lossy(&logs.stdout);
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("fence: refused") && l.contains(&format!("on volume {pv} "))),
+        "the node plugin of {node} logged a refused operation on volume {pv}"
+    );
+    // Lifted at the heal: no NetworkFence, an empty fence table, the cluster whole.
+    let left = kubectl_ok(&["get", "networkfences", "-o", "name"], None);
+    assert!(
+        left.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    let table = Command::new("docker")
+        .args([
+            "exec",
+            &format!("{}-control-plane", cluster_name()),
+            "cat",
+            "/mnt/nodedown-shared/csi/fences.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&table.stdout).trim(), "[]");
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}
+
 #[test]
 fn kubelet_stop_force_delete_is_reported_with_integrity_evidence() {
     let _g = lock_cluster();

@@ -9,12 +9,14 @@
 //! no network: only the bytes it is given.
 
 pub mod check;
+mod fence;
 mod model;
 mod outage;
 pub mod record;
 mod text;
 pub mod wire;
 
+pub use fence::{fence_efficacy, FenceEfficacy, FenceWindow};
 pub use outage::{write_outage, Outage};
 
 pub use check::{

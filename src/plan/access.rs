@@ -638,7 +638,7 @@ mod tests {
             1,
             RemediationSpec::OutOfServiceTaint {
                 after: Duration::ZERO,
-                fence: false,
+                fence: crate::spec::Fence::None,
             },
             secs(60),
             Expectations::default(),

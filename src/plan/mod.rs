@@ -8,7 +8,8 @@ pub mod lanes;
 pub mod qualify;
 
 use crate::spec::{
-    ClusterSpec, Expectations, Experiment, FaultSpec, RemediationSpec, Timeouts, WorkloadSpec,
+    ClusterSpec, Expectations, Experiment, FaultSpec, Fence, RemediationSpec, Timeouts,
+    WorkloadSpec,
 };
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -194,9 +195,14 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
     });
     if let Some(after) = run.remediation.after() {
         let what = match &run.remediation {
-            RemediationSpec::OutOfServiceTaint { fence: true, .. } => {
-                "power it off, confirm it is off, then add the out-of-service taint".to_string()
-            }
+            RemediationSpec::OutOfServiceTaint {
+                fence: Fence::Power,
+                ..
+            } => "power it off, confirm it is off, then add the out-of-service taint".to_string(),
+            RemediationSpec::OutOfServiceTaint {
+                fence: Fence::Storage,
+                ..
+            } => "fence it at its storage (a NetworkFence, until Succeeded), then add the out-of-service taint".to_string(),
             RemediationSpec::OutOfServiceTaint { .. } => {
                 "add the out-of-service taint (no fencing)".to_string()
             }
@@ -234,8 +240,15 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
             "collect: the ledger, then check it against the acknowledged writes".into()
         });
     }
+    let lift = match run.remediation {
+        RemediationSpec::OutOfServiceTaint {
+            fence: Fence::Storage,
+            ..
+        } => ", lift the storage fence once the node is back and its kubelet runs no pod of the run",
+        _ => "",
+    };
     out.push(format!(
-        "heal: undo the fault, remove taints nodedown added, recreate a deleted Node, delete the namespace (at most {} for the node)",
+        "heal: undo the fault{lift}, remove taints nodedown added, recreate a deleted Node, delete the namespace (at most {} for the node)",
         fmt_duration(run.timeouts.heal)
     ));
     out
@@ -253,7 +266,7 @@ mod action_tests {
             1,
             crate::spec::RemediationSpec::OutOfServiceTaint {
                 after: std::time::Duration::ZERO,
-                fence: true,
+                fence: crate::spec::Fence::Power,
             },
             std::time::Duration::from_secs(120),
             Default::default(),

@@ -6,8 +6,8 @@
 
 use crate::spec::{
     AccessMode, Bound, ClusterSpec, Controller, Expectations, Experiment, FaultKind, FaultSpec,
-    IntegrityExpectation, PhaseExpectation, RemediationSpec, Target, TestDriver, Timeouts, Variant,
-    WorkloadKind, WorkloadSpec,
+    Fence, IntegrityExpectation, PhaseExpectation, RemediationSpec, Target, TestDriver, Timeouts,
+    Variant, WorkloadKind, WorkloadSpec,
 };
 use crate::timeline::Phase;
 use std::time::Duration;
@@ -123,7 +123,7 @@ fn mins(m: u64) -> Duration {
 fn taint(fence: bool) -> RemediationSpec {
     RemediationSpec::OutOfServiceTaint {
         after: Duration::ZERO,
-        fence,
+        fence: if fence { Fence::Power } else { Fence::None },
     }
 }
 

@@ -8,7 +8,8 @@ use super::{
 };
 use crate::faults::{self, NodeControl};
 use crate::journal::{Journal, Undo};
-use crate::spec::{FaultKind, RemediationSpec};
+use crate::spec::{FaultKind, Fence, RemediationSpec};
+use crate::timeline::{EventKind, FenceState};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use std::sync::Arc;
@@ -30,6 +31,13 @@ pub enum ApplyError {
         node: String,
         source: crate::faults::NodeError,
     },
+    /// The storage fence could not be made, or the storage did not confirm it: the taint was
+    /// not applied.
+    #[error("storage fence of {node}: {source}")]
+    StorageFence {
+        node: String,
+        source: super::fence::FenceError,
+    },
 }
 
 /// What a remediation acts on.
@@ -48,13 +56,14 @@ pub struct Target<'a> {
 /// Carries out `remediation` on `target`, journaling each undo first. Returns what was done
 /// (for the `remediation-applied` event), or `None` when there was nothing to do (no
 /// remediation, an external one, a Node already gone). `note` records what the run should
-/// know on the way (a confirmed fence).
+/// know on the way (a confirmed fence, the storage fence's states) as events.
 pub async fn apply(
     remediation: &RemediationSpec,
     target: &Target<'_>,
     journal: &Journal,
-    note: impl Fn(String),
+    record: impl Fn(EventKind),
 ) -> Result<Option<String>, ApplyError> {
+    let note = |message: String| record(EventKind::Note { message });
     let Target {
         client,
         namespace: ns,
@@ -82,7 +91,15 @@ pub async fn apply(
     let detail = match remediation {
         RemediationSpec::None | RemediationSpec::External => return Ok(None),
         RemediationSpec::OutOfServiceTaint { fence, .. } => {
-            if *fence {
+            if *fence == Fence::Storage {
+                storage_fence(target, journal, &record)
+                    .await
+                    .map_err(|source| ApplyError::StorageFence {
+                        node: node.into(),
+                        source,
+                    })?;
+            }
+            if *fence == Fence::Power {
                 // Make sure the node is really off before telling the cluster it is: through
                 // the fault's own backend when it can power nodes off, else any that can.
                 let caps: Vec<_> = target.controls.iter().map(|c| c.capability()).collect();
@@ -147,4 +164,89 @@ pub async fn apply(
         }
     };
     Ok(Some(detail))
+}
+
+/// Fences the target node at its storage, as a platform does: a `NetworkFence` for the node's
+/// addresses through the `NetworkFenceClass` of the workload's CSI driver, journaled before it
+/// is made, then the storage's `status.result` awaited. Each step is an event
+/// (`network-fence`: requested, then succeeded or failed).
+async fn storage_fence(
+    target: &Target<'_>,
+    journal: &Journal,
+    record: &impl Fn(EventKind),
+) -> Result<(), super::fence::FenceError> {
+    use super::fence::{self, FenceError};
+    let Target {
+        client,
+        namespace: ns,
+        node,
+        ..
+    } = *target;
+    let drivers = fence::workload_drivers(client, ns).await?;
+    let driver = match drivers.as_slice() {
+        [one] => one.clone(),
+        [] => {
+            return Err(FenceError::Unavailable(format!(
+                "no volume of namespace {ns} is a CSI volume: a storage fence needs a CSI driver with \
+                 csi-addons network fencing (use `fence: true` to power the node off instead)"
+            )))
+        }
+        many => {
+            return Err(FenceError::Unavailable(format!(
+                "the workload's volumes belong to {} CSI drivers ({}): one storage fence cannot cover them",
+                many.len(),
+                many.join(", ")
+            )))
+        }
+    };
+    let class = fence::class_for(client, &driver).await?.ok_or_else(|| {
+        FenceError::Unavailable(format!(
+            "no NetworkFenceClass (csiaddons.openshift.io/v1alpha1) names {driver} as its provisioner: \
+             the storage cannot be asked to fence (install the driver's csi-addons support, or use \
+             `fence: true` to power the node off)"
+        ))
+    })?;
+    let cidrs = fence::node_cidrs(client, node).await?;
+    if cidrs.is_empty() {
+        return Err(FenceError::Unavailable(format!(
+            "Node {node} reports no InternalIP or ExternalIP address to fence"
+        )));
+    }
+    let name = fence::fence_name(ns, node);
+    journal
+        .record(Undo::DeleteNetworkFence {
+            name: name.clone(),
+            node: node.into(),
+            namespace: ns.into(),
+        })
+        .map_err(|e| FenceError::Unavailable(format!("journal: {e}; the fence was not made")))?;
+    let event = |state, message: Option<String>| EventKind::NetworkFence {
+        name: name.clone(),
+        node: node.into(),
+        cidrs: cidrs.clone(),
+        state,
+        message,
+    };
+    record(event(
+        FenceState::Requested,
+        Some(format!("class {class} (driver {driver})")),
+    ));
+    fence::create(
+        client,
+        &name,
+        &class,
+        &cidrs,
+        &[(crate::workload::RUN_LABEL, ns)],
+    )
+    .await?;
+    match fence::await_result(client, &name).await {
+        Ok(()) => {
+            record(event(FenceState::Succeeded, None));
+            Ok(())
+        }
+        Err(e) => {
+            record(event(FenceState::Failed, Some(e.to_string())));
+            Err(e)
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Remediations (effectful): what operators do about a dead node, done through the API server.
 
 mod apply;
+pub mod fence;
 pub use apply::{apply, ApplyError, Target};
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};

@@ -22,7 +22,11 @@ pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
 }
 
 /// Ledger evidence of a run: the checker's report and the acknowledgements observed.
-pub type LedgerEvidence = (IntegrityReport, Vec<Ack>);
+pub type LedgerEvidence = (
+    IntegrityReport,
+    Vec<Ack>,
+    Option<crate::integrity::FenceEfficacy>,
+);
 
 /// The ledger evidence of a run's instances, by instance name (`spec::instance_names`);
 /// an instance without evidence is absent.
@@ -52,7 +56,7 @@ fn instance_parts(
         vec![crate::verdict::undisturbed(&timeline)]
     };
     let outage = match (ledger, timeline.fault_at_ms) {
-        (Some((_, acks)), Some(fault)) => {
+        (Some((_, acks, _)), Some(fault)) => {
             let watch_end = fault + timeline.observed_ms.unwrap_or(0);
             write_outage(acks, fault, watch_end).map(|o| (o, fault))
         }
@@ -60,17 +64,21 @@ fn instance_parts(
     };
     expectations.extend(evaluate_integrity(
         run,
-        ledger.map(|(r, _)| r),
+        ledger.map(|(r, _, _)| r),
         outage.map(|(o, _)| o),
-        ledger.map_or(0, |(_, a)| a.len()),
+        ledger.map_or(0, |(_, a, _)| a.len()),
     ));
+    if let Some(fence) = ledger.and_then(|(_, _, f)| f.as_ref()) {
+        expectations.push(crate::verdict::fence_efficacy(fence));
+    }
     let outage = outage.map(|(o, fault)| WriteOutage {
         duration_ms: o.duration_ms(),
         from_ms: o.from_ms as i64 - fault as i64,
         until_ms: o.until_ms as i64 - fault as i64,
         restored: o.restored,
     });
-    let integrity = ledger.map(|(r, _)| IntegrityResult {
+    let integrity = ledger.map(|(r, _, fence)| IntegrityResult {
+        fence: fence.clone(),
         verdict: r.verdict,
         summary: r.summary(),
         records: r.records_valid,
@@ -141,6 +149,11 @@ fn fleet_integrity(parts: &[InstanceParts]) -> Option<IntegrityResult> {
         corrupt: with.iter().map(|(_, i)| i.corrupt).sum(),
         split_brain: with.iter().any(|(_, i)| i.split_brain),
         evidence,
+        // The instance whose ledger shows the most records through the fence.
+        fence: with
+            .iter()
+            .filter_map(|(_, i)| i.fence.clone())
+            .max_by_key(|f| (f.through_fence, f.after_unfence)),
     })
 }
 

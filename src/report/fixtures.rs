@@ -23,7 +23,7 @@ fn expect(recovered: Option<bool>, running: Option<u64>, ready: Option<u64>) -> 
 fn oos() -> RemediationSpec {
     RemediationSpec::OutOfServiceTaint {
         after: Duration::ZERO,
-        fence: true,
+        fence: crate::spec::Fence::Power,
     }
 }
 

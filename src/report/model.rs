@@ -340,6 +340,10 @@ pub struct IntegrityResult {
     pub split_brain: bool,
     /// Offsets, sequence numbers, incarnations and nodes behind the verdict.
     pub evidence: String,
+    /// A storage-fenced run: whether the fence held (no record of the fenced node written
+    /// while it was fenced), and what the node wrote after the fence was lifted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<crate::integrity::FenceEfficacy>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -25,6 +25,8 @@ fn color(phase: Phase) -> &'static str {
         Phase::FaultInjected => "#333333",
         Phase::NodeNotReady => "#e67e22",
         Phase::UnreachableTaint => "#b9770e",
+        Phase::FenceRequested => "#d2b4de",
+        Phase::FenceSucceeded => "#6c3483",
         Phase::OutOfServiceTaint => "#8e44ad",
         Phase::RemediationApplied => "#bb8fce",
         Phase::NodeDeleted => "#4a235a",
@@ -41,6 +43,7 @@ fn color(phase: Phase) -> &'static str {
         Phase::TwoPodsRunning => "#e4007c",
         Phase::MultiAttachError => "#d4ac0d",
         Phase::FaultHealed => "#aab7b8",
+        Phase::Unfenced => "#7f8c8d",
         Phase::RecoveryTimeout => "#626567",
     }
 }
@@ -50,6 +53,7 @@ fn color(phase: Phase) -> &'static str {
 fn milestone(phase: Phase) -> Option<&'static str> {
     Some(match phase {
         Phase::NodeNotReady => "NotReady",
+        Phase::FenceSucceeded => "fenced",
         Phase::OutOfServiceTaint => "out-of-service",
         Phase::RemediationApplied => "remediation",
         Phase::NodeDeleted => "node deleted",

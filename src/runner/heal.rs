@@ -57,6 +57,9 @@ pub enum HealFailure {
     NamespacesLeft(Vec<String>),
     #[error(transparent)]
     Bundle(#[from] crate::cluster::bundle::BundleError),
+    /// The storage fence was not lifted (it stays, so no forgotten writer gets through).
+    #[error("NetworkFence {name} kept: {why}")]
+    FenceKept { name: String, why: String },
     #[error("remove {}: {source}", .path.display())]
     Remove {
         path: std::path::PathBuf,
@@ -195,6 +198,54 @@ impl Healer {
                         return Ok(());
                     }
                     tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+            Undo::DeleteNetworkFence {
+                name,
+                node,
+                namespace,
+            } => {
+                // Lift the fence only once nothing of the run can write through it: the node
+                // back, and its kubelet running no pod of the run (a writer the API forgot while
+                // the node was cut off runs until its kubelet hears of it).
+                wait_node_ready(&nodes, node, self.node_timeout).await?;
+                let deadline = tokio::time::Instant::now() + self.node_timeout;
+                loop {
+                    match remediation::fence::kubelet_pods_of(&self.client, node, namespace).await {
+                        Ok(0) => break,
+                        Ok(n) if tokio::time::Instant::now() >= deadline => {
+                            return Err(HealFailure::FenceKept {
+                                name: name.clone(),
+                                why: format!(
+                                    "the kubelet of {node} still runs {n} pod(s) of {namespace}"
+                                ),
+                            })
+                        }
+                        Err(e) if tokio::time::Instant::now() >= deadline => {
+                            return Err(HealFailure::FenceKept {
+                                name: name.clone(),
+                                why: e,
+                            })
+                        }
+                        _ => tokio::time::sleep(Duration::from_millis(500)).await,
+                    }
+                }
+                match remediation::fence::delete_and_await_gone(&self.client, name).await {
+                    Ok(true) => {
+                        note(EventKind::NetworkFence {
+                            name: name.clone(),
+                            node: node.clone(),
+                            cidrs: Vec::new(),
+                            state: crate::timeline::FenceState::Unfenced,
+                            message: Some("deleted; its finalizer unfenced the node".into()),
+                        });
+                        Ok(())
+                    }
+                    Ok(false) => Ok(()),
+                    Err(e) => Err(HealFailure::FenceKept {
+                        name: name.clone(),
+                        why: e.to_string(),
+                    }),
                 }
             }
             Undo::RemoveTaint { node, key } => {

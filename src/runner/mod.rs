@@ -160,7 +160,11 @@ pub fn cannot_run(
         Ok(i) => i,
         Err(e) => return Some(e),
     };
-    if let RemediationSpec::OutOfServiceTaint { fence: true, .. } = run.remediation {
+    if let RemediationSpec::OutOfServiceTaint {
+        fence: crate::spec::Fence::Power,
+        ..
+    } = run.remediation
+    {
         if let Err(e) = faults::choose_fence(caps, fault) {
             return Some(e);
         }
@@ -1196,8 +1200,8 @@ impl Steps {
             fault_control: &fault.control,
             controls: &self.controls,
         };
-        let applied = remediation::apply(&self.run.remediation, &target, &self.journal, |n| {
-            self.note(n)
+        let applied = remediation::apply(&self.run.remediation, &target, &self.journal, |e| {
+            self.recorder.record(e);
         })
         .await?;
         if let Some(detail) = applied {

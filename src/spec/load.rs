@@ -1269,7 +1269,7 @@ mod tests {
             exp.variants[1].remediation,
             Some(RemediationSpec::OutOfServiceTaint {
                 after: Duration::ZERO,
-                fence: true
+                fence: crate::spec::Fence::Power
             })
         );
         let runs = expand(&exp, Path::new("x.yaml"), &PlanOptions::default());

@@ -397,12 +397,13 @@ pub enum RemediationSpec {
     /// remediation, attributed to the field manager that made it where the API says so.
     External,
     /// Add `node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`, `after` the node is
-    /// seen NotReady; with `fence`, make sure the node is powered off first.
+    /// seen NotReady; with `fence`, make sure the node is powered off (`power`) or refused by
+    /// its storage (`storage`) first.
     #[serde(rename_all = "camelCase")]
     OutOfServiceTaint {
         #[serde(serialize_with = "duration::serialize")]
         after: Duration,
-        fence: bool,
+        fence: Fence,
     },
     /// `kubectl delete pod --force --grace-period=0`, `after` the node is seen NotReady.
     #[serde(rename_all = "camelCase")]
@@ -455,6 +456,81 @@ impl RemediationSpec {
     }
 }
 
+/// How the dead node is fenced before the out-of-service taint declares it gone.
+///
+/// Written `fence: true` (or `power`), `fence: storage`, or `fence: false` / absent; written back
+/// as `true`, `storage` or `false`, so run.json files of power-fenced runs read as before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fence {
+    /// Not fenced: the taint alone (the node may still be running and writing).
+    #[default]
+    None,
+    /// Powered off hard (and confirmed off) through a backend that can power nodes off.
+    Power,
+    /// Refused by its storage: a csi-addons `NetworkFence` for the node's addresses, through the
+    /// `NetworkFenceClass` of the workload's CSI driver, until `status.result: Succeeded`.
+    Storage,
+}
+
+impl Fence {
+    /// As the spec writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fence::None => "false",
+            Fence::Power => "true",
+            Fence::Storage => "storage",
+        }
+    }
+}
+
+impl Serialize for Fence {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Fence::None => s.serialize_bool(false),
+            Fence::Power => s.serialize_bool(true),
+            Fence::Storage => s.serialize_str("storage"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Fence {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Fence;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true (power), `power`, `storage` or false")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Fence, E> {
+                Ok(if v { Fence::Power } else { Fence::None })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Fence, E> {
+                match v {
+                    "power" => Ok(Fence::Power),
+                    "storage" => Ok(Fence::Storage),
+                    _ => Err(E::invalid_value(
+                        serde::de::Unexpected::Str(v),
+                        &"true (power), `power`, `storage` or false",
+                    )),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl schemars::JsonSchema for Fence {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Fence".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "How the node is fenced before the taint: true or `power` (powered off), `storage` (a csi-addons NetworkFence), false (not fenced)",
+            "anyOf": [{"type": "boolean"}, {"type": "string", "enum": ["power", "storage"]}]
+        })
+    }
+}
+
 /// A duration as experiment files write it: a whole number and a unit, units in descending
 /// order, e.g. `30s`, `5m`, `1m30s` (for the schema; read by [`duration`]).
 #[derive(schemars::JsonSchema)]
@@ -486,7 +562,7 @@ struct RawRemediation {
     #[schemars(with = "Option<DurationText>")]
     after: Option<UserDuration>,
     #[serde(default)]
-    fence: Option<bool>,
+    fence: Option<Fence>,
 }
 
 impl From<RawRemediation> for RemediationSpec {
@@ -498,7 +574,7 @@ impl From<RawRemediation> for RemediationSpec {
             RemediationKind::External => RemediationSpec::External,
             RemediationKind::OutOfServiceTaint => RemediationSpec::OutOfServiceTaint {
                 after,
-                fence: raw.fence.unwrap_or(false),
+                fence: raw.fence.unwrap_or_default(),
             },
             RemediationKind::ForceDeletePod => RemediationSpec::ForceDeletePod { after },
             RemediationKind::DeleteNode => RemediationSpec::DeleteNode { after },

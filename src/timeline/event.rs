@@ -87,6 +87,16 @@ pub struct ClusterFacts {
     pub attach_required: Option<bool>,
 }
 
+/// The state of a storage fence (`network-fence` events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FenceState {
+    Requested,
+    Succeeded,
+    Failed,
+    Unfenced,
+}
+
 /// What a fault's time zero (its `fault-injected` instant) was taken from, best first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -285,6 +295,18 @@ pub enum EventKind {
         remediation: String,
         node: String,
         detail: String,
+    },
+    /// A csi-addons `NetworkFence` for the target node, as the harness asked for it and as its
+    /// `status.result` was observed: `requested` when nodedown created it (its undo already in
+    /// the journal), `succeeded` / `failed` when the storage's fence controller said so,
+    /// `unfenced` when it was gone again (its finalizer unfenced the node first).
+    NetworkFence {
+        name: String,
+        node: String,
+        cidrs: Vec<String>,
+        state: FenceState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     /// The harness undid a remediation (e.g. removed the taint after the node came back).
     RemediationUndone {

@@ -62,6 +62,11 @@ pub enum Phase {
     /// The kubelet's graceful node shutdown ended the old pod before the node went down (its
     /// status Failed with reason `Terminated`, as the shutdown manager sets it).
     PodShutDownByKubelet,
+    /// A storage fence (csi-addons `NetworkFence`) of the target node was requested.
+    FenceRequested,
+    /// The storage's fence controller reported the fence in place (`status.result: Succeeded`):
+    /// from here on the storage refuses the node's I/O.
+    FenceSucceeded,
     /// The out-of-service taint was applied (by the harness, or seen on the target node).
     OutOfServiceTaint,
     /// The harness applied any remediation.
@@ -94,18 +99,23 @@ pub enum Phase {
     TwoPodsRunning,
     /// The fault was undone.
     FaultHealed,
+    /// The storage fence is gone (its finalizer unfenced the node first): the storage serves
+    /// the node again. Recorded after the failover window too, like `fault-healed`.
+    Unfenced,
     /// The recovery timeout elapsed before the replacement was Ready.
     RecoveryTimeout,
 }
 
 impl Phase {
     /// Every phase, in the usual order of a failover.
-    pub const ALL: [Phase; 20] = [
+    pub const ALL: [Phase; 23] = [
         Phase::FaultInjected,
         Phase::NodeNotReady,
         Phase::UnreachableTaint,
         Phase::PodTerminating,
         Phase::PodShutDownByKubelet,
+        Phase::FenceRequested,
+        Phase::FenceSucceeded,
         Phase::OutOfServiceTaint,
         Phase::RemediationApplied,
         Phase::OldPodDeleted,
@@ -120,6 +130,7 @@ impl Phase {
         Phase::ReplacementReady,
         Phase::TwoPodsRunning,
         Phase::FaultHealed,
+        Phase::Unfenced,
         Phase::RecoveryTimeout,
     ];
 
@@ -131,6 +142,8 @@ impl Phase {
             Phase::UnreachableTaint => "unreachable-taint",
             Phase::PodTerminating => "pod-terminating",
             Phase::PodShutDownByKubelet => "pod-shut-down-by-kubelet",
+            Phase::FenceRequested => "fence-requested",
+            Phase::FenceSucceeded => "fence-succeeded",
             Phase::OutOfServiceTaint => "out-of-service-taint",
             Phase::RemediationApplied => "remediation-applied",
             Phase::OldPodDeleted => "old-pod-deleted",
@@ -145,6 +158,7 @@ impl Phase {
             Phase::ReplacementReady => "replacement-ready",
             Phase::TwoPodsRunning => "two-pods-running",
             Phase::FaultHealed => "fault-healed",
+            Phase::Unfenced => "unfenced",
             Phase::RecoveryTimeout => "recovery-timeout",
         }
     }
@@ -313,6 +327,11 @@ pub struct Timeline {
     /// The field manager that put the out-of-service taint on the target node (first seen),
     /// when the API names it.
     pub out_of_service_by: Option<String>,
+    /// Wall clock (RFC 3339) when the storage fence of the target node was seen Succeeded
+    /// (`fence-succeeded`), and when it was seen gone again (`unfenced`): the window in which the
+    /// storage must refuse every write of the node.
+    pub fenced_wall: Option<String>,
+    pub unfenced_wall: Option<String>,
     /// kube-controller-manager's forced-detach and PodGC counters before the fault and after
     /// recovery (the `controller-counters` events), when they could be read.
     pub counters_before: Option<BTreeMap<String, u64>>,
@@ -642,6 +661,14 @@ impl Tracker {
         let mut hit: Vec<Phase> = Vec::new();
         match &e.what {
             EventKind::FaultHealed { .. } => hit.push(Phase::FaultHealed),
+            EventKind::NetworkFence {
+                state: super::FenceState::Unfenced,
+                node,
+                ..
+            } if self.tl.target_node.as_deref() == Some(node.as_str()) => {
+                self.tl.unfenced_wall.get_or_insert_with(|| e.wall.clone());
+                hit.push(Phase::Unfenced)
+            }
             EventKind::RecoveryTimeout { .. } => hit.push(Phase::RecoveryTimeout),
             _ => {}
         }
@@ -760,6 +787,14 @@ impl Tracker {
                 }
                 hit.push(Phase::RemediationApplied);
             }
+            EventKind::NetworkFence { node, state, .. } if on_target(node) => match state {
+                super::FenceState::Requested => hit.push(Phase::FenceRequested),
+                super::FenceState::Succeeded => {
+                    self.tl.fenced_wall.get_or_insert_with(|| e.wall.clone());
+                    hit.push(Phase::FenceSucceeded)
+                }
+                super::FenceState::Failed | super::FenceState::Unfenced => {}
+            },
             EventKind::PodDeleted { uid, .. } if is_old(uid) => hit.push(Phase::OldPodDeleted),
             EventKind::NodeDeleted { node } if on_target(node) => hit.push(Phase::NodeDeleted),
             // Only the run's own volumes: another volume's detach on the same node (another
@@ -852,6 +887,37 @@ impl Tracker {
 }
 
 /// Computes the timeline of one run from its events, in the order they were recorded.
+/// The storage fence of a run as its events recorded it: the fenced node, when the fence was
+/// seen Succeeded and when it was seen gone again (wall clock, ms since the Unix epoch). `None`
+/// when no fence succeeded.
+pub fn fence_window(events: &[Event]) -> Option<(String, u64, Option<u64>)> {
+    use super::FenceState;
+    let wall_ms = |w: &str| {
+        humantime::parse_rfc3339(w)
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_millis() as u64)
+    };
+    let (node, fenced) = events.iter().find_map(|e| match &e.what {
+        EventKind::NetworkFence {
+            node,
+            state: FenceState::Succeeded,
+            ..
+        } => Some((node.clone(), wall_ms(&e.wall)?)),
+        _ => None,
+    })?;
+    let unfenced = events.iter().find_map(|e| match &e.what {
+        EventKind::NetworkFence {
+            node: n,
+            state: FenceState::Unfenced,
+            ..
+        } if *n == node => wall_ms(&e.wall),
+        _ => None,
+    });
+    Some((node, fenced, unfenced))
+}
+
 pub fn analyze(events: &[Event]) -> Timeline {
     let mut tracker = Tracker::new();
     for e in events {

@@ -687,7 +687,7 @@ mod tests {
     fn the_fold_knows_nodedowns_own_taint_by_the_remediations_name() {
         let spec = crate::spec::RemediationSpec::OutOfServiceTaint {
             after: std::time::Duration::ZERO,
-            fence: false,
+            fence: crate::spec::Fence::None,
         };
         assert_eq!(OUT_OF_SERVICE_TAINT, spec.name());
     }

@@ -130,6 +130,44 @@ pub fn evaluate_integrity(
     out
 }
 
+/// The fence's own verdict, for a storage-fenced run: it held when no record of the fenced node
+/// was written while the storage was to refuse it. What the node wrote after the fence was
+/// lifted (the unfence hazard) is evidence, not a breach.
+pub fn fence_efficacy(f: &crate::integrity::FenceEfficacy) -> ExpectationResult {
+    let actual = match f.verdict {
+        Verdict::Pass => "held".to_string(),
+        Verdict::Fail => format!(
+            "breached: {} record(s) of {} written while fenced",
+            f.through_fence, f.node
+        ),
+        Verdict::Unknown => "unknown".to_string(),
+    };
+    let mut evidence = Vec::new();
+    if let Some(last) = &f.last_before {
+        evidence.push(format!(
+            "last record of {} before the fence: {last}",
+            f.node
+        ));
+    }
+    if f.after_unfence > 0 {
+        evidence.push(format!(
+            "unfence hazard: {} record(s) of {} written after the fence was lifted",
+            f.after_unfence, f.node
+        ));
+    }
+    evidence.extend(f.evidence.iter().cloned());
+    if evidence.is_empty() {
+        evidence.push(format!("no record of {} in the ledger", f.node));
+    }
+    ExpectationResult {
+        name: "fenceEfficacy".into(),
+        expected: "held".into(),
+        actual,
+        verdict: f.verdict,
+        evidence: evidence.join("\n"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ pub use crate::outcome::Verdict;
 
 mod integrity;
 pub mod simulated;
-pub use integrity::{evaluate_integrity, integrity_verdict};
+pub use integrity::{evaluate_integrity, fence_efficacy, integrity_verdict};
 
 /// One expectation of a run, checked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -632,7 +632,7 @@ mod tests {
     fn oos() -> RemediationSpec {
         RemediationSpec::OutOfServiceTaint {
             after: Duration::ZERO,
-            fence: true,
+            fence: crate::spec::Fence::Power,
         }
     }
 
