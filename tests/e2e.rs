@@ -1036,6 +1036,99 @@ fn storage_fence_refuses_the_cut_off_writer_and_is_lifted_after_the_node_is_back
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
 
+/// The NetworkFences on the cluster, by name (none: empty).
+fn network_fences() -> String {
+    let out = kubectl_ok(&["get", "networkfences", "-o", "name"], None);
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// The storage's fence table (testenv's driver keeps it in the shared directory).
+fn fence_table() -> String {
+    let out = Command::new("docker")
+        .args([
+            "exec",
+            &format!("{}-control-plane", cluster_name()),
+            "cat",
+            "/mnt/nodedown-shared/csi/fences.json",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A storage fence is never left behind: SIGINT while the node is fenced heals it on the way
+/// out (exit 130); SIGKILL leaves the fence in place (the node stays refused, which is the safe
+/// side), and `nodedown cleanup` lifts it from the journal once the node is back.
+#[test]
+fn a_storage_fence_is_lifted_after_sigint_and_by_cleanup_after_sigkill() {
+    let _g = lock_cluster();
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let out = tempdir();
+        let dir = out.path().join("run");
+        let mut child = nodedown()
+            .args([
+                "run",
+                "experiments/storage-fence.yaml",
+                "--only",
+                "oos-taint-storage-fenced",
+                "--cluster-name",
+                &cluster_name(),
+                "--out",
+            ])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let rd = dir.join("storage-fence/oos-taint-storage-fenced/1");
+        wait_until(
+            Duration::from_secs(240),
+            || events_contain(&rd, "\"state\":\"succeeded\""),
+            "the storage fence in place",
+        );
+        assert!(!network_fences().is_empty(), "a NetworkFence while fenced");
+        assert_ne!(
+            fence_table(),
+            "[]",
+            "the fence table names the node while fenced"
+        );
+        // SAFETY: plain kill(2) on our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let status = child.wait().unwrap();
+        if signal == libc::SIGINT {
+            assert_eq!(status.code(), Some(130), "interrupted exit code");
+        } else {
+            assert!(
+                !network_fences().is_empty(),
+                "SIGKILL healed nothing: the fence is still there"
+            );
+            let res = run_ok(nodedown().arg("cleanup").arg(&dir));
+            assert_eq!(
+                res.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&res.stderr)
+            );
+        }
+        assert_eq!(network_fences(), "", "no NetworkFence left after {signal}");
+        assert_eq!(
+            fence_table(),
+            "[]",
+            "the node is served again after {signal}"
+        );
+        assert!(
+            events_contain(&rd, "\"state\":\"unfenced\"") || signal == libc::SIGKILL,
+            "the interrupted run recorded the unfence"
+        );
+        assert!(unhealthy_nodes().is_empty(), "cluster whole after {signal}");
+        wait_until(
+            Duration::from_secs(60),
+            || nodedown_namespaces().is_empty(),
+            "run namespace deleted",
+        );
+    }
+}
+
 #[test]
 fn kubelet_stop_force_delete_is_reported_with_integrity_evidence() {
     let _g = lock_cluster();

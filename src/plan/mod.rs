@@ -244,7 +244,9 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
         RemediationSpec::OutOfServiceTaint {
             fence: Fence::Storage,
             ..
-        } => ", lift the storage fence once the node is back and its kubelet runs no pod of the run",
+        } => {
+            ", lift the storage fence once the node is back and its kubelet runs no pod of the run"
+        }
         _ => "",
     };
     out.push(format!(
