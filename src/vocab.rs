@@ -175,6 +175,11 @@ pub const SIMULATED_TAINT: &str = "nodedown.dev/simulated";
 pub const PLACING_TAINT: &str = "nodedown.dev/placing";
 /// KEP-2268's taint: pods without a matching toleration are deleted by the pod GC and their
 /// volumes detached at once.
+/// The reason of the Event a storage posts on a `NetworkFence` when it refused an operation of
+/// a fenced client (testenv's fence controller does; nodedown reads it as the storage's word).
+pub const FENCE_REFUSED_REASON: &str = "ClientRefused";
+/// Where Events about cluster-scoped objects (a `NetworkFence`) are.
+pub const CLUSTER_EVENTS_NAMESPACE: &str = "default";
 pub const OUT_OF_SERVICE_KEY: &str = "node.kubernetes.io/out-of-service";
 /// The value nodedown gives [`OUT_OF_SERVICE_KEY`] (the one the Kubernetes docs use).
 pub const OUT_OF_SERVICE_VALUE: &str = "nodeshutdown";

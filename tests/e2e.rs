@@ -955,6 +955,7 @@ fn storage_fence_refuses_the_cut_off_writer_and_is_lifted_after_the_node_is_back
         at("node-not-ready") <= at("fence-requested")
             && at("fence-requested") <= at("fence-succeeded")
             && at("fence-succeeded") <= at("out-of-service-taint")
+            && at("fence-succeeded") < at("write-refused")
             && at("fault-healed") <= at("unfenced"),
         "{}",
         describe(run)

@@ -863,3 +863,93 @@ fn a_pass_shows_its_outcome() {
     let junit = nodedown::report::junit::render(&report);
     assert!(junit.contains("outcome: not recovered within 1m30s (as expected)"));
 }
+
+/// The storage-fenced recordings (testenv's fenced data path, a NetworkFence per run): the
+/// fence is requested after NotReady, succeeds before the taint, the storage's refusal is seen
+/// (right after the fence for the cut-off writer; at the thaw for the frozen one), and the fence
+/// is lifted only after the node is back. The fence's verdict is checked against an oracle that
+/// reads the ledger's records and the `succeeded` event's wall clock directly.
+#[test]
+fn the_storage_fence_recordings_held_and_say_when() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/storage-fence");
+    let report = stored(&root);
+    for (id, variant) in [
+        (
+            "storage-fence/oos-taint-storage-fenced/1",
+            "oos-taint-storage-fenced",
+        ),
+        (
+            "storage-fence/freeze-storage-fenced/1",
+            "freeze-storage-fenced",
+        ),
+    ] {
+        let r = run(&report, id);
+        let at = |p: Phase| {
+            r.phases
+                .iter()
+                .find(|x| x.name == p)
+                .unwrap_or_else(|| panic!("{id}: no {}", p.name()))
+                .at_ms
+        };
+        assert!(at(Phase::NodeNotReady) <= at(Phase::FenceRequested), "{id}");
+        assert!(
+            at(Phase::FenceRequested) <= at(Phase::FenceSucceeded),
+            "{id}"
+        );
+        assert!(
+            at(Phase::FenceSucceeded) <= at(Phase::OutOfServiceTaint),
+            "{id}"
+        );
+        assert!(at(Phase::FenceSucceeded) < at(Phase::WriteRefused), "{id}");
+        assert!(at(Phase::FaultHealed) <= at(Phase::Unfenced), "{id}");
+        if variant == "freeze-storage-fenced" {
+            // The frozen writer resumes into the fence when the node thaws.
+            assert!(at(Phase::WriteRefused) >= at(Phase::FaultHealed), "{id}");
+        } else {
+            // The cut-off writer runs on: its next write after the fence is refused.
+            assert!(
+                at(Phase::WriteRefused) - at(Phase::FenceSucceeded) < 2_000,
+                "{id}"
+            );
+        }
+        let fence = r
+            .expectations
+            .iter()
+            .find(|e| e.name == "fenceEfficacy")
+            .unwrap();
+        assert_eq!(fence.actual, "held", "{id}");
+        let i = r.integrity.as_ref().unwrap();
+        assert_eq!(i.verdict, nodedown::report::Verdict::Pass, "{id}");
+
+        // The oracle: the wall clock of the `succeeded` line, and every record of the fenced
+        // node in the ledger written before it.
+        let dir = root.join(id);
+        let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+        let succeeded: serde_json::Value = events
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|e| e["event"] == "network-fence" && e["state"] == "succeeded")
+            .unwrap();
+        let fenced_ms = humantime::parse_rfc3339(succeeded["wall"].as_str().unwrap())
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let node = succeeded["node"].as_str().unwrap();
+        let ledger = std::fs::read(dir.join("ledger/ledger.bin")).unwrap();
+        let of_node: Vec<u64> = ledger
+            .chunks_exact(nodedown::integrity::RECORD_LEN)
+            .filter_map(|c| nodedown::integrity::decode(c.try_into().unwrap()).ok())
+            .filter(|rec| rec.incarnation.node == node)
+            .map(|rec| rec.written_ms)
+            .collect();
+        assert!(
+            !of_node.is_empty(),
+            "{id}: the fenced node wrote before the fence"
+        );
+        assert!(
+            of_node.iter().all(|&t| t <= fenced_ms),
+            "{id}: a record of {node} written after the fence succeeded"
+        );
+    }
+}

@@ -35,6 +35,9 @@ pub struct Scope {
     /// Also record the namespace's Kubernetes Events (the simulated runs leave them out: at
     /// hundreds of instances they are scheduler chatter the curve never reads).
     pub kube_events: bool,
+    /// Also record the Events about NetworkFences (a storage-fenced run: the storage's report of
+    /// the operations it refused).
+    pub fence_events: bool,
 }
 
 /// Keeps the watcher's objects `keep` accepts (and every list boundary): what another lane's
@@ -67,7 +70,9 @@ pub fn spawn_watchers(
     let pods: Api<Pod> = Api::namespaced(client.clone(), &scope.namespace);
     let vas: Api<VolumeAttachment> = Api::all(client.clone());
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &scope.namespace);
-    let events: Api<KubeEvent> = Api::namespaced(client, &scope.namespace);
+    let events: Api<KubeEvent> = Api::namespaced(client.clone(), &scope.namespace);
+    let fence_events: Api<KubeEvent> =
+        Api::namespaced(client, crate::vocab::CLUSTER_EVENTS_NAMESPACE);
     let pod_cfg = watcher::Config::default().labels(&scope.pod_selector);
     let lane: Arc<HashSet<String>> = Arc::new(scope.nodes.iter().cloned().collect());
     let in_lane = {
@@ -108,6 +113,29 @@ pub fn spawn_watchers(
             |_| None,
         )),
     ];
+    if scope.fence_events {
+        // The run's own fences are named after its namespace (`remediation::fence::fence_name`).
+        let prefix = format!("{}-", scope.namespace);
+        let own = move |e: &KubeEvent| {
+            e.involved_object
+                .name
+                .as_ref()
+                .is_some_and(|n| n.starts_with(&prefix))
+        };
+        watchers.push(tokio::spawn(follow(
+            Resource::FenceEvents,
+            only(
+                watcher(
+                    fence_events,
+                    watcher::Config::default().fields("involvedObject.kind=NetworkFence"),
+                ),
+                own,
+            ),
+            recorder.clone(),
+            diff_kube_event,
+            |_| None,
+        )));
+    }
     if scope.kube_events {
         watchers.push(tokio::spawn(follow(
             Resource::Events,

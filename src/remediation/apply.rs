@@ -36,7 +36,7 @@ pub enum ApplyError {
     #[error("storage fence of {node}: {source}")]
     StorageFence {
         node: String,
-        source: super::fence::FenceError,
+        source: Box<super::fence::FenceError>,
     },
 }
 
@@ -96,7 +96,7 @@ pub async fn apply(
                     .await
                     .map_err(|source| ApplyError::StorageFence {
                         node: node.into(),
-                        source,
+                        source: Box::new(source),
                     })?;
             }
             if *fence == Fence::Power {

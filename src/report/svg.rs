@@ -27,6 +27,7 @@ fn color(phase: Phase) -> &'static str {
         Phase::UnreachableTaint => "#b9770e",
         Phase::FenceRequested => "#d2b4de",
         Phase::FenceSucceeded => "#6c3483",
+        Phase::WriteRefused => "#17202a",
         Phase::OutOfServiceTaint => "#8e44ad",
         Phase::RemediationApplied => "#bb8fce",
         Phase::NodeDeleted => "#4a235a",
@@ -54,6 +55,7 @@ fn milestone(phase: Phase) -> Option<&'static str> {
     Some(match phase {
         Phase::NodeNotReady => "NotReady",
         Phase::FenceSucceeded => "fenced",
+        Phase::WriteRefused => "write refused",
         Phase::OutOfServiceTaint => "out-of-service",
         Phase::RemediationApplied => "remediation",
         Phase::NodeDeleted => "node deleted",

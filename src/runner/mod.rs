@@ -682,6 +682,13 @@ impl Steps {
                 pod_selector: workload.selector(),
                 nodes: workload.nodes.clone(),
                 kube_events: true,
+                fence_events: matches!(
+                    self.run.remediation,
+                    RemediationSpec::OutOfServiceTaint {
+                        fence: crate::spec::Fence::Storage,
+                        ..
+                    }
+                ),
             },
             self.recorder.clone(),
         );

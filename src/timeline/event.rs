@@ -58,6 +58,8 @@ pub enum Resource {
     VolumeAttachments,
     Events,
     PersistentVolumeClaims,
+    /// Events about NetworkFences (namespace `default`).
+    FenceEvents,
 }
 
 /// One node as its kubelet describes itself (`status.nodeInfo`).
@@ -382,6 +384,9 @@ impl EventKind {
             EventKind::Pod { .. } | EventKind::PodDeleted { .. } => Some(Resource::Pods),
             EventKind::VolumeAttachment { .. } | EventKind::VolumeAttachmentDeleted { .. } => {
                 Some(Resource::VolumeAttachments)
+            }
+            EventKind::KubeEvent { object, .. } if object.starts_with("NetworkFence/") => {
+                Some(Resource::FenceEvents)
             }
             EventKind::KubeEvent { .. } => Some(Resource::Events),
             EventKind::ClaimBound { .. } => Some(Resource::PersistentVolumeClaims),

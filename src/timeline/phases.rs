@@ -67,6 +67,11 @@ pub enum Phase {
     /// The storage's fence controller reported the fence in place (`status.result: Succeeded`):
     /// from here on the storage refuses the node's I/O.
     FenceSucceeded,
+    /// The storage reported refusing an operation of the fenced node (an Event with reason
+    /// `ClientRefused` on the run's NetworkFence): the old node's first write refused, seen.
+    /// Recorded after the failover window too (a frozen node's writer resumes into the fence
+    /// when it thaws).
+    WriteRefused,
     /// The out-of-service taint was applied (by the harness, or seen on the target node).
     OutOfServiceTaint,
     /// The harness applied any remediation.
@@ -108,7 +113,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the usual order of a failover.
-    pub const ALL: [Phase; 23] = [
+    pub const ALL: [Phase; 24] = [
         Phase::FaultInjected,
         Phase::NodeNotReady,
         Phase::UnreachableTaint,
@@ -116,6 +121,7 @@ impl Phase {
         Phase::PodShutDownByKubelet,
         Phase::FenceRequested,
         Phase::FenceSucceeded,
+        Phase::WriteRefused,
         Phase::OutOfServiceTaint,
         Phase::RemediationApplied,
         Phase::OldPodDeleted,
@@ -144,6 +150,7 @@ impl Phase {
             Phase::PodShutDownByKubelet => "pod-shut-down-by-kubelet",
             Phase::FenceRequested => "fence-requested",
             Phase::FenceSucceeded => "fence-succeeded",
+            Phase::WriteRefused => "write-refused",
             Phase::OutOfServiceTaint => "out-of-service-taint",
             Phase::RemediationApplied => "remediation-applied",
             Phase::OldPodDeleted => "old-pod-deleted",
@@ -452,6 +459,8 @@ pub struct Tracker {
     stage: Option<(crate::timeline::Stage, u64)>,
     /// The volumes of the run's claims (`claim-bound` events).
     volumes: std::collections::BTreeSet<String>,
+    /// The storage fence requested for the target node (`NetworkFence/<name>`).
+    fence_object: Option<String>,
 }
 
 impl Tracker {
@@ -669,6 +678,14 @@ impl Tracker {
                 self.tl.unfenced_wall.get_or_insert_with(|| e.wall.clone());
                 hit.push(Phase::Unfenced)
             }
+            // The fence's evidence, like its lifting, counts after the failover window too: a
+            // frozen node's writer resumes into the fence when it thaws, after the failover.
+            EventKind::KubeEvent { object, reason, .. }
+                if reason == crate::vocab::FENCE_REFUSED_REASON
+                    && self.fence_object.as_ref() == Some(object) =>
+            {
+                hit.push(Phase::WriteRefused)
+            }
             EventKind::RecoveryTimeout { .. } => hit.push(Phase::RecoveryTimeout),
             _ => {}
         }
@@ -787,8 +804,13 @@ impl Tracker {
                 }
                 hit.push(Phase::RemediationApplied);
             }
-            EventKind::NetworkFence { node, state, .. } if on_target(node) => match state {
-                super::FenceState::Requested => hit.push(Phase::FenceRequested),
+            EventKind::NetworkFence {
+                node, state, name, ..
+            } if on_target(node) => match state {
+                super::FenceState::Requested => {
+                    self.fence_object = Some(format!("NetworkFence/{name}"));
+                    hit.push(Phase::FenceRequested)
+                }
                 super::FenceState::Succeeded => {
                     self.tl.fenced_wall.get_or_insert_with(|| e.wall.clone());
                     hit.push(Phase::FenceSucceeded)

@@ -12,8 +12,10 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -30,7 +32,9 @@ import (
 //   - a finalizer (csiaddons.openshift.io/network-fence) first, so a deleted fence is unfenced
 //     before it goes;
 //   - fenceState Fenced -> FenceClusterNetwork(cidrs, the class's parameters), Unfenced ->
-//     UnfenceClusterNetwork; then status.result Succeeded or Failed with status.message.
+//     UnfenceClusterNetwork; then status.result Succeeded or Failed with status.message;
+//   - beyond upstream: each operation the storage refused a fenced client (its refusals.jsonl)
+//     is reported as an Event (reason ClientRefused, namespace default) on the fence.
 //
 // It talks to the API server with the pod's service account over plain HTTP+JSON (list, then
 // watch, relisting when the watch ends), so the driver needs no Kubernetes client library.
@@ -43,6 +47,7 @@ const (
 type networkFence struct {
 	Metadata struct {
 		Name              string   `json:"name"`
+		UID               string   `json:"uid"`
 		ResourceVersion   string   `json:"resourceVersion"`
 		DeletionTimestamp *string  `json:"deletionTimestamp"`
 		Finalizers        []string `json:"finalizers"`
@@ -125,9 +130,19 @@ func (c *apiClient) do(ctx context.Context, method, path, contentType string, bo
 type fenceController struct {
 	api   *apiClient
 	fence fence.FenceControllerClient
+	store *Store
+	// fenced: the fences this controller put in place (name -> uid and blocks), for reporting
+	// the storage's refusals on the fence that caused them.
+	mu     sync.Mutex
+	fenced map[string]fencedBy
 }
 
-func runFenceController(addonsEndpoint string) error {
+type fencedBy struct {
+	uid    string
+	blocks []netip.Prefix
+}
+
+func runFenceController(addonsEndpoint string, store *Store) error {
 	api, err := inClusterClient()
 	if err != nil {
 		return err
@@ -140,8 +155,9 @@ func runFenceController(addonsEndpoint string) error {
 	if err != nil {
 		return err
 	}
-	c := &fenceController{api: api, fence: fence.NewFenceControllerClient(conn)}
+	c := &fenceController{api: api, fence: fence.NewFenceControllerClient(conn), store: store, fenced: map[string]fencedBy{}}
 	log.Printf("fence controller: reconciling NetworkFences of class provisioner %s through %s", DriverName, sock)
+	go c.reportRefusals(context.Background())
 	for {
 		if err := c.listAndWatch(context.Background()); err != nil {
 			log.Printf("fence controller: %v (listing again in 1s)", err)
@@ -242,6 +258,7 @@ func (c *fenceController) reconcile(ctx context.Context, nf *networkFence) {
 	}
 	path := fenceGroupVersion + "/networkfences/" + name
 	if nf.Metadata.DeletionTimestamp != nil {
+		c.remember(nf)
 		if !slices.Contains(nf.Metadata.Finalizers, fenceFinalizer) {
 			return
 		}
@@ -281,7 +298,85 @@ func (c *fenceController) reconcile(ctx context.Context, nf *networkFence) {
 		c.setStatus(ctx, nf, "Failed", rpcErr.Error())
 		return
 	}
+	c.remember(nf)
 	c.setStatus(ctx, nf, "Succeeded", msg)
+}
+
+// remember keeps (or, unfenced, forgets) a fence this controller put in place.
+func (c *fenceController) remember(nf *networkFence) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if nf.Spec.FenceState != "Fenced" || nf.Metadata.DeletionTimestamp != nil {
+		delete(c.fenced, nf.Metadata.Name)
+		return
+	}
+	var blocks []netip.Prefix
+	canon, _ := ParseCIDRs(nf.Spec.Cidrs)
+	for _, b := range canon {
+		if p, err := netip.ParsePrefix(b); err == nil {
+			blocks = append(blocks, p)
+		}
+	}
+	c.fenced[nf.Metadata.Name] = fencedBy{uid: nf.Metadata.UID, blocks: blocks}
+}
+
+// reportRefusals follows the storage's record of refused operations and reports each as a
+// Kubernetes Event (reason ClientRefused) on the NetworkFence whose blocks hold the client:
+// the storage's own word that it refused the fenced node, with the time it did.
+func (c *fenceController) reportRefusals(ctx context.Context) {
+	_, offset, err := c.store.RefusalsSince(0)
+	if err != nil {
+		log.Printf("fence controller: refusals: %v", err)
+	}
+	// Only what is refused from now on: earlier refusals were reported by an earlier process.
+	for {
+		time.Sleep(200 * time.Millisecond)
+		var refusals []Refusal
+		refusals, offset, err = c.store.RefusalsSince(offset)
+		if err != nil {
+			log.Printf("fence controller: refusals: %v", err)
+			continue
+		}
+		for _, r := range refusals {
+			addr, err := netip.ParseAddr(r.Addr)
+			if err != nil {
+				continue
+			}
+			c.mu.Lock()
+			var name, uid string
+			for n, f := range c.fenced {
+				for _, b := range f.blocks {
+					if b.Contains(addr) {
+						name, uid = n, f.uid
+					}
+				}
+			}
+			c.mu.Unlock()
+			if name == "" {
+				continue
+			}
+			event := map[string]any{
+				"apiVersion": "v1",
+				"kind":       "Event",
+				"metadata":   map[string]any{"generateName": name + ".", "namespace": "default"},
+				"involvedObject": map[string]any{
+					"apiVersion": "csiaddons.openshift.io/v1alpha1", "kind": "NetworkFence", "name": name, "uid": uid,
+				},
+				"reason":         "ClientRefused",
+				"message":        fmt.Sprintf("refused %s of node %s (%s) on volume %s at %s", r.Op, r.Node, r.Addr, r.Volume, r.At),
+				"type":           "Normal",
+				"source":         map[string]any{"component": "nodedown-csi-fence-controller"},
+				"firstTimestamp": r.At,
+				"lastTimestamp":  r.At,
+				"count":          1,
+			}
+			if err := c.api.do(ctx, http.MethodPost, "/api/v1/namespaces/default/events", "application/json", event, nil); err != nil {
+				log.Printf("fence controller: reporting a refusal on %s: %v", name, err)
+				continue
+			}
+			log.Printf("fence controller: %s: the storage refused %s of node %s on volume %s at %s", name, r.Op, r.Node, r.Volume, r.At)
+		}
+	}
 }
 
 func (c *fenceController) setStatus(ctx context.Context, nf *networkFence, result, message string) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -92,6 +93,72 @@ func (s *Store) SetFence(blocks []string, fenced bool) error {
 		return err
 	}
 	return os.Rename(tmp, s.fencePath())
+}
+
+// Refusal is one refused operation of a fenced client, as the storage records it
+// (refusals.jsonl): the first per volume and fence.
+type Refusal struct {
+	Node   string `json:"node"`
+	Addr   string `json:"address"`
+	Volume string `json:"volume"`
+	Op     string `json:"op"`
+	At     string `json:"at"` // RFC 3339, nanoseconds
+}
+
+func (s *Store) refusalsPath() string { return filepath.Join(s.root, "refusals.jsonl") }
+
+// RecordRefusal appends r to the storage's record of refusals (one line, one write).
+func (s *Store) RecordRefusal(r Refusal) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(s.refusalsPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write(append(b, '\n'))
+	return err
+}
+
+// RefusalsSince reads the refusals recorded from byte offset on; returns them and the offset
+// after the last whole line.
+func (s *Store) RefusalsSince(offset int64) ([]Refusal, int64, error) {
+	f, err := os.Open(s.refusalsPath())
+	if os.IsNotExist(err) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, offset, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, offset, err
+	}
+	if st.Size() < offset {
+		offset = 0 // the file was replaced
+	}
+	buf := make([]byte, st.Size()-offset)
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && n < len(buf) {
+		return nil, offset, err
+	}
+	var out []Refusal
+	for {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			break
+		}
+		var r Refusal
+		if json.Unmarshal(buf[:i], &r) == nil {
+			out = append(out, r)
+		}
+		buf = buf[i+1:]
+		offset += int64(i + 1)
+	}
+	return out, offset, nil
 }
 
 // RegisterClient records the address node reaches the storage from.

@@ -55,8 +55,13 @@ func (f *fencedFS) check(op string) syscall.Errno {
 	f.refusedLogged = true
 	f.mu.Unlock()
 	if first {
+		at := time.Now().UTC().Format(time.RFC3339Nano)
 		log.Printf("fence: refused %s of node %s (%s) on volume %s at %s: the storage has fenced this client",
-			op, f.node, f.watch.addr, f.volume, time.Now().UTC().Format(time.RFC3339Nano))
+			op, f.node, f.watch.addr, f.volume, at)
+		// The storage's own record, which the fence controller reports as an Event on the fence.
+		if err := f.watch.store.RecordRefusal(Refusal{Node: f.node, Addr: f.watch.addr.String(), Volume: f.volume, Op: op, At: at}); err != nil {
+			log.Printf("fence: recording the refusal: %v", err)
+		}
 	}
 	return syscall.EIO
 }

@@ -72,6 +72,12 @@ func TestFenceRefusesAnOpenFileAtTheStorage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(mnt, "ledger")); err != nil {
 		t.Fatalf("stat after the fence (kept so the kubelet can unmount): %v", err)
 	}
+	// The storage recorded the first refusal (once per fence, not per operation).
+	refusals, _, err := store.RefusalsSince(0)
+	if err != nil || len(refusals) != 1 || refusals[0].Op != "write" || refusals[0].Volume != "vol-1" ||
+		refusals[0].Node != "worker" || refusals[0].Addr != "172.18.0.7" {
+		t.Fatalf("refusals recorded: %+v, %v; want one: the write on vol-1 of worker", refusals, err)
+	}
 
 	if err := store.SetFence([]string{"172.18.0.0/24"}, false); err != nil {
 		t.Fatal(err)

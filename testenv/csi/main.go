@@ -57,16 +57,16 @@ func main() {
 	addonsEndpoint := fs.String("csiaddons-endpoint", "", "the csi-addons services (identity, network fence) on this gRPC endpoint (unix://PATH); empty: not served")
 	nodeAddr := fs.String("node-address", os.Getenv("NODE_IP"), "the address this node reaches the storage from: its client in the fence table (node plugin)")
 	_ = fs.Parse(os.Args[2:])
-	if mode == "fence-controller" {
-		if err := runFenceController(*addonsEndpoint); err != nil {
-			log.Fatalf("nodedown-csi: %v", err)
-		}
-		return
-	}
 
 	store, err := OpenStore(*root)
 	if err != nil {
 		log.Fatalf("nodedown-csi: %v", err)
+	}
+	if mode == "fence-controller" {
+		if err := runFenceController(*addonsEndpoint, store); err != nil {
+			log.Fatalf("nodedown-csi: %v", err)
+		}
+		return
 	}
 	sock, err := socketPath(*endpoint)
 	if err != nil {

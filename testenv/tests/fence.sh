@@ -9,7 +9,8 @@
 #  2. a NetworkFence (cidrs: the worker's address) -> status.result Succeeded (the stand-in
 #     controller called the driver's FenceClusterNetwork), then the writes through the file
 #     opened before the fence fail ("refused"), and the storage holds no line written after
-#     the first refusal;
+#     the first refusal; the node plugin logged the refusal and the fence controller reported it
+#     as an Event (reason ClientRefused) on the NetworkFence;
 #  3. the NetworkFence deleted -> gone (its finalizer: unfenced first), the storage's fence table
 #     empty, and the same open file writes again;
 #  4. the writer stopped: every write it saw acknowledged ("ok N") is in the storage, and no
@@ -138,6 +139,13 @@ log "    first refused write: rec $first_refused; last line in the storage: $las
 [ "$last_stored" = "rec $((first_refused - 1))" ] || fail "the storage's last line is '$last_stored', want rec $((first_refused - 1)) (nothing after the fence)"
 plugin=$(k -n nodedown-csi get pods -l app=nodedown-csi-node --field-selector "spec.nodeName=$node" -o name)
 k -n nodedown-csi logs "$plugin" | grep -q "fence: refused .* of node $node ($addr) on volume $vol" || fail "the node plugin on $node logged no refusal for volume $vol"
+
+refusal_event() {
+  k -n default get events --field-selector "involvedObject.kind=NetworkFence,involvedObject.name=$fence,reason=ClientRefused" \
+    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -q "of node $node ($addr) on volume $vol at "
+}
+wait_for 15 "the fence controller's ClientRefused event on $fence" refusal_event
+log "    $(k -n default get events --field-selector "involvedObject.name=$fence,reason=ClientRefused" -o jsonpath='{.items[0].message}')"
 
 log "step 3: the NetworkFence deleted: unfenced, then gone"
 k delete networkfence "$fence" --wait=false >/dev/null

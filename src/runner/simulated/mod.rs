@@ -475,6 +475,7 @@ async fn watch(
             pod_selector: INSTANCE_LABEL.to_string(),
             nodes: names.clone(),
             kube_events: false,
+            fence_events: false,
         },
         recorder.clone(),
     );
