@@ -142,7 +142,8 @@ fn every_good_fixture_loads() {
     assert_eq!(
         exp.variants[2].remediation,
         Some(RemediationSpec::ForceDeletePod {
-            after: Duration::from_secs(30)
+            after: Duration::from_secs(30),
+            fence: nodedown::spec::Fence::None,
         })
     );
     assert_eq!(exp.repeat, 3);

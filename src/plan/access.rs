@@ -665,6 +665,7 @@ mod tests {
             1,
             RemediationSpec::ForceDeletePod {
                 after: Duration::ZERO,
+                fence: crate::spec::Fence::None,
             },
             secs(60),
             Expectations::default(),

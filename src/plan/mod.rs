@@ -2,6 +2,15 @@
 
 pub mod access;
 pub mod bundle;
+/// The fencing step before an action, for the dry run.
+fn fenced_first(fence: Fence) -> &'static str {
+    match fence {
+        Fence::None => "",
+        Fence::Power => "power it off and confirm it is off, then ",
+        Fence::Storage => "fence it at its storage (a NetworkFence, until Succeeded), then ",
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod lanes;
@@ -206,12 +215,13 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
             RemediationSpec::OutOfServiceTaint { .. } => {
                 "add the out-of-service taint (no fencing)".to_string()
             }
-            RemediationSpec::ForceDeletePod { .. } => {
-                format!("force-delete {target} (grace period 0)")
+            RemediationSpec::ForceDeletePod { fence, .. } => {
+                format!("{}force-delete {target} (grace period 0)", fenced_first(*fence))
             }
             RemediationSpec::DeleteNode { .. } => "delete the Node object".to_string(),
-            RemediationSpec::DeleteVolumeattachment { .. } => format!(
-                "force-delete {target} (grace period 0), then delete the VolumeAttachments of its volumes on that node"
+            RemediationSpec::DeleteVolumeattachment { fence, .. } => format!(
+                "{}force-delete {target} (grace period 0), then delete the VolumeAttachments of its volumes on that node",
+                fenced_first(*fence)
             ),
             RemediationSpec::None | RemediationSpec::External => {
                 unreachable!("none and external have no delay")
@@ -240,11 +250,8 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
             "collect: the ledger, then check it against the acknowledged writes".into()
         });
     }
-    let lift = match run.remediation {
-        RemediationSpec::OutOfServiceTaint {
-            fence: Fence::Storage,
-            ..
-        } => {
+    let lift = match run.remediation.fence() {
+        Fence::Storage => {
             ", lift the storage fence once the node is back and its kubelet runs no pod of the run"
         }
         _ => "",

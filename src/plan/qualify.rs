@@ -130,6 +130,7 @@ fn taint(fence: bool) -> RemediationSpec {
 fn force_delete() -> RemediationSpec {
     RemediationSpec::ForceDeletePod {
         after: Duration::from_secs(10),
+        fence: Fence::None,
     }
 }
 

@@ -88,48 +88,52 @@ pub async fn apply(
     };
     let nodes: Api<Node> = Api::all(client.clone());
     let jrec = |u: Undo| journal.record(u).map(|_| ());
+    // Fence first, whatever the action: the node powered off, or refused by its storage.
+    match remediation.fence() {
+        Fence::None => {}
+        Fence::Storage => {
+            storage_fence(target, journal, &record)
+                .await
+                .map_err(|source| ApplyError::StorageFence {
+                    node: node.into(),
+                    source: Box::new(source),
+                })?;
+        }
+        Fence::Power => {
+            // Make sure the node is really off before telling the cluster it is: through the
+            // fault's own backend when it can power nodes off, else any that can.
+            let caps: Vec<_> = target.controls.iter().map(|c| c.capability()).collect();
+            let own = target
+                .controls
+                .iter()
+                .position(|c| Arc::ptr_eq(c, target.fault_control))
+                .unwrap_or(usize::MAX);
+            let power = faults::choose_fence(&caps, own)
+                .map(|i| target.controls[i].clone())
+                .map_err(|reason| ApplyError::NoFence {
+                    node: node.into(),
+                    reason,
+                })?;
+            jrec(Undo::HealFault {
+                backend: power.backend(),
+                fault: FaultKind::NodeShutdown,
+                node: node.into(),
+            })?;
+            faults::fence(power.as_ref(), node)
+                .await
+                .map_err(|source| ApplyError::Fence {
+                    node: node.into(),
+                    source,
+                })?;
+            note(format!(
+                "fenced: {node} powered off through {} and confirmed off",
+                power.backend().as_str()
+            ));
+        }
+    }
     let detail = match remediation {
         RemediationSpec::None | RemediationSpec::External => return Ok(None),
-        RemediationSpec::OutOfServiceTaint { fence, .. } => {
-            if *fence == Fence::Storage {
-                storage_fence(target, journal, &record)
-                    .await
-                    .map_err(|source| ApplyError::StorageFence {
-                        node: node.into(),
-                        source: Box::new(source),
-                    })?;
-            }
-            if *fence == Fence::Power {
-                // Make sure the node is really off before telling the cluster it is: through
-                // the fault's own backend when it can power nodes off, else any that can.
-                let caps: Vec<_> = target.controls.iter().map(|c| c.capability()).collect();
-                let own = target
-                    .controls
-                    .iter()
-                    .position(|c| Arc::ptr_eq(c, target.fault_control))
-                    .unwrap_or(usize::MAX);
-                let power = faults::choose_fence(&caps, own)
-                    .map(|i| target.controls[i].clone())
-                    .map_err(|reason| ApplyError::NoFence {
-                        node: node.into(),
-                        reason,
-                    })?;
-                jrec(Undo::HealFault {
-                    backend: power.backend(),
-                    fault: FaultKind::NodeShutdown,
-                    node: node.into(),
-                })?;
-                faults::fence(power.as_ref(), node)
-                    .await
-                    .map_err(|source| ApplyError::Fence {
-                        node: node.into(),
-                        source,
-                    })?;
-                note(format!(
-                    "fenced: {node} powered off through {} and confirmed off",
-                    power.backend().as_str()
-                ));
-            }
+        RemediationSpec::OutOfServiceTaint { .. } => {
             jrec(Undo::RemoveTaint {
                 node: node.into(),
                 key: OUT_OF_SERVICE_KEY.into(),

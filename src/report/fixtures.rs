@@ -75,7 +75,10 @@ fn force_delete_repetition(offset_ms: u64, late_ms: u64, repetition: u32) -> Vec
 /// - strict-recovery/baseline/1: the `none` run expected to recover: fail, never Running;
 /// - strict-recovery/unchecked/1: no expectations: unknown.
 pub(crate) fn golden_runs() -> Vec<(PlannedRun, Vec<Event>)> {
-    let force = RemediationSpec::ForceDeletePod { after: secs(30) };
+    let force = RemediationSpec::ForceDeletePod {
+        after: secs(30),
+        fence: crate::spec::Fence::None,
+    };
     let strict = |variant: &str, rep: u32, remediation: RemediationSpec, e: Expectations| {
         let mut run = planned("strict-recovery", variant, rep, remediation, secs(120), e);
         run.file = PathBuf::from("experiments/strict-recovery.yaml");

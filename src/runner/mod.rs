@@ -160,11 +160,7 @@ pub fn cannot_run(
         Ok(i) => i,
         Err(e) => return Some(e),
     };
-    if let RemediationSpec::OutOfServiceTaint {
-        fence: crate::spec::Fence::Power,
-        ..
-    } = run.remediation
-    {
+    if run.remediation.fence() == crate::spec::Fence::Power {
         if let Err(e) = faults::choose_fence(caps, fault) {
             return Some(e);
         }
@@ -682,13 +678,7 @@ impl Steps {
                 pod_selector: workload.selector(),
                 nodes: workload.nodes.clone(),
                 kube_events: true,
-                fence_events: matches!(
-                    self.run.remediation,
-                    RemediationSpec::OutOfServiceTaint {
-                        fence: crate::spec::Fence::Storage,
-                        ..
-                    }
-                ),
+                fence_events: self.run.remediation.fence() == crate::spec::Fence::Storage,
             },
             self.recorder.clone(),
         );

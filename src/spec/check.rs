@@ -357,17 +357,19 @@ impl Checker<'_> {
                 ),
                 (None, None) => return Ok(()),
             },
-            RemediationSpec::ForceDeletePod { .. }
-            | RemediationSpec::DeleteNode { .. }
-            | RemediationSpec::DeleteVolumeattachment { .. } => match written("fence") {
+            RemediationSpec::DeleteNode { .. } => match written("fence") {
                 Some(fence) => (
                     fence,
-                    "only remediation `out-of-service-taint` fences the node",
-                    "remove `fence`, or write `kind: out-of-service-taint`",
+                    "remediation `delete-node` takes no fence (deleting the Node object does not free a \
+                     volume the node may still write to)",
+                    "remove `fence`, or write `kind: out-of-service-taint`, `force-delete-pod` or \
+                     `delete-volumeattachment`",
                 ),
                 None => return Ok(()),
             },
-            RemediationSpec::OutOfServiceTaint { .. } => return Ok(()),
+            RemediationSpec::OutOfServiceTaint { .. }
+            | RemediationSpec::ForceDeletePod { .. }
+            | RemediationSpec::DeleteVolumeattachment { .. } => return Ok(()),
         };
         Err(self.fail(&field, problem, hint))
     }

@@ -963,15 +963,24 @@ mod tests {
     #[test]
     fn fence_and_after_only_where_they_apply() {
         let e = err(&with(
-            "remediation:\n  kind: force-delete-pod\n  after: 10s\n  fence: true\n",
+            "remediation:\n  kind: delete-node\n  after: 10s\n  fence: true\n",
         ));
         assert_eq!(e.field(), Some("remediation.fence"));
         assert_eq!(e.line(), Some(7));
         assert!(
             e.to_string()
-                .contains("only remediation `out-of-service-taint` fences the node"),
+                .contains("remediation `delete-node` takes no fence"),
             "{e}"
         );
+        // A fence before a force delete or a VolumeAttachment's deletion is what a careful
+        // operator does: accepted.
+        for kind in ["force-delete-pod", "delete-volumeattachment"] {
+            let exp = parse(&with(&format!(
+                "remediation:\n  kind: {kind}\n  after: 10s\n  fence: storage\n"
+            )))
+            .unwrap();
+            assert_eq!(exp.remediation.fence(), crate::spec::Fence::Storage, "{kind}");
+        }
 
         let e = err(&with(
             "variants:\n- name: a\n  remediation: {kind: none, after: 10s}\n",

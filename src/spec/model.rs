@@ -405,11 +405,14 @@ pub enum RemediationSpec {
         after: Duration,
         fence: Fence,
     },
-    /// `kubectl delete pod --force --grace-period=0`, `after` the node is seen NotReady.
+    /// `kubectl delete pod --force --grace-period=0`, `after` the node is seen NotReady; with
+    /// `fence`, fenced first, as for the taint.
     #[serde(rename_all = "camelCase")]
     ForceDeletePod {
         #[serde(serialize_with = "duration::serialize")]
         after: Duration,
+        #[serde(default, skip_serializing_if = "Fence::is_none")]
+        fence: Fence,
     },
     /// Delete the Node object, `after` the node is seen NotReady.
     #[serde(rename_all = "camelCase")]
@@ -419,11 +422,13 @@ pub enum RemediationSpec {
     },
     /// The by-hand recipe for a volume stuck on a dead node, `after` it is seen NotReady:
     /// force-delete the old pod (grace period 0), then delete the VolumeAttachments of the
-    /// workload's volumes on that node.
+    /// workload's volumes on that node; with `fence`, fenced first, as for the taint.
     #[serde(rename_all = "camelCase")]
     DeleteVolumeattachment {
         #[serde(serialize_with = "duration::serialize")]
         after: Duration,
+        #[serde(default, skip_serializing_if = "Fence::is_none")]
+        fence: Fence,
     },
 }
 
@@ -449,9 +454,19 @@ impl RemediationSpec {
         match self {
             RemediationSpec::None | RemediationSpec::External => None,
             RemediationSpec::OutOfServiceTaint { after, .. }
-            | RemediationSpec::ForceDeletePod { after }
+            | RemediationSpec::ForceDeletePod { after, .. }
             | RemediationSpec::DeleteNode { after }
-            | RemediationSpec::DeleteVolumeattachment { after } => Some(*after),
+            | RemediationSpec::DeleteVolumeattachment { after, .. } => Some(*after),
+        }
+    }
+
+    /// How the node is fenced before the action (none for kinds that take no fence).
+    pub fn fence(&self) -> Fence {
+        match self {
+            RemediationSpec::OutOfServiceTaint { fence, .. }
+            | RemediationSpec::ForceDeletePod { fence, .. }
+            | RemediationSpec::DeleteVolumeattachment { fence, .. } => *fence,
+            _ => Fence::None,
         }
     }
 }
@@ -473,6 +488,10 @@ pub enum Fence {
 }
 
 impl Fence {
+    pub fn is_none(&self) -> bool {
+        *self == Fence::None
+    }
+
     /// As the spec writes it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -576,11 +595,15 @@ impl From<RawRemediation> for RemediationSpec {
                 after,
                 fence: raw.fence.unwrap_or_default(),
             },
-            RemediationKind::ForceDeletePod => RemediationSpec::ForceDeletePod { after },
+            RemediationKind::ForceDeletePod => RemediationSpec::ForceDeletePod {
+                after,
+                fence: raw.fence.unwrap_or_default(),
+            },
             RemediationKind::DeleteNode => RemediationSpec::DeleteNode { after },
-            RemediationKind::DeleteVolumeattachment => {
-                RemediationSpec::DeleteVolumeattachment { after }
-            }
+            RemediationKind::DeleteVolumeattachment => RemediationSpec::DeleteVolumeattachment {
+                after,
+                fence: raw.fence.unwrap_or_default(),
+            },
         }
     }
 }

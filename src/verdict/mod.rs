@@ -923,7 +923,10 @@ mod tests {
             "node-shutdown",
             "force-delete",
             1,
-            RemediationSpec::ForceDeletePod { after: secs(30) },
+            RemediationSpec::ForceDeletePod {
+                after: secs(30),
+                fence: crate::spec::Fence::None,
+            },
             secs(600),
             expect(Some(true), bound(60), None),
         );
