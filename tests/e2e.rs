@@ -1130,6 +1130,176 @@ fn a_storage_fence_is_lifted_after_sigint_and_by_cleanup_after_sigkill() {
     }
 }
 
+/// Deletes a NetworkFence the test made, whatever happens to the test.
+struct FenceGuard(String);
+
+impl Drop for FenceGuard {
+    fn drop(&mut self) {
+        let _ = kubectl(
+            &[
+                "delete",
+                "networkfence",
+                &self.0,
+                "--wait=true",
+                "--timeout=60s",
+            ],
+            None,
+        );
+    }
+}
+
+/// `remediation: external` with a remediator that fences at the storage as Rook does (played
+/// here by the test: a NetworkFence for the cut-off node once it is NotReady, then the
+/// out-of-service taint): nodedown recognises the fence by the node's address, times it from
+/// the object (fence-requested, fence-succeeded), sees the storage refuse the old writer, and
+/// judges the fence from the ledger; the remediator's taint is removed at the heal, its fence is
+/// the remediator's to lift.
+#[test]
+fn an_external_remediators_storage_fence_is_recognised_and_timed() {
+    let _g = lock_cluster();
+    let out = tempdir();
+    let dir = out.path().join("run");
+    let mut child = nodedown()
+        .args([
+            "run",
+            "experiments/storage-fence.yaml",
+            "--only",
+            "external-storage-fenced",
+            "--cluster-name",
+            &cluster_name(),
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let rd = dir.join("storage-fence/external-storage-fenced/1");
+    wait_until(
+        Duration::from_secs(240),
+        || events_contain(&rd, "\"fault-injected\""),
+        "the fault injected",
+    );
+    let events = std::fs::read_to_string(rd.join("events.jsonl")).unwrap();
+    let node = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "fault-injected")
+        .and_then(|e| e["node"].as_str().map(String::from))
+        .unwrap();
+    let ready = || {
+        let out = kubectl_ok(
+            &[
+                "get",
+                "node",
+                &node,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+            ],
+            None,
+        );
+        String::from_utf8_lossy(&out.stdout).trim() == "True"
+    };
+    wait_until(Duration::from_secs(120), || !ready(), "the node NotReady");
+    let ip = kubectl_ok(
+        &[
+            "get",
+            "node",
+            &node,
+            "-o",
+            "jsonpath={.status.addresses[?(@.type==\"InternalIP\")].address}",
+        ],
+        None,
+    );
+    let ip = String::from_utf8(ip.stdout).unwrap().trim().to_string();
+    let name = format!("remediator-{node}");
+    let _fence = FenceGuard(name.clone());
+    kubectl_ok(
+        &["apply", "-f", "-"],
+        Some(&format!(
+            "apiVersion: csiaddons.openshift.io/v1alpha1\nkind: NetworkFence\nmetadata: {{name: {name}}}\n\
+             spec: {{networkFenceClassName: nodedown-fence, fenceState: Fenced, cidrs: [{ip}/32]}}\n"
+        )),
+    );
+    wait_until(
+        Duration::from_secs(60),
+        || {
+            let out = kubectl_ok(
+                &[
+                    "get",
+                    "networkfence",
+                    &name,
+                    "-o",
+                    "jsonpath={.status.result}",
+                ],
+                None,
+            );
+            String::from_utf8_lossy(&out.stdout).trim() == "Succeeded"
+        },
+        "the remediator's fence Succeeded",
+    );
+    kubectl_ok(
+        &[
+            "taint",
+            "node",
+            &node,
+            "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute",
+        ],
+        None,
+    );
+    let status = child.wait().unwrap();
+    let text = std::fs::read_to_string(dir.join("results.json")).unwrap();
+    let report = nodedown::report::json::from_str(&text).unwrap();
+    let run = &report.experiments[0].runs[0];
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "{}",
+        not_passed(std::slice::from_ref(run))
+    );
+    let at = |p: &str| {
+        run.phases
+            .iter()
+            .find(|x| x.name.name() == p)
+            .map(|x| x.at_ms)
+            .unwrap_or_else(|| panic!("no phase {p}: {:?}", run.phases))
+    };
+    assert!(
+        at("node-not-ready") <= at("fence-requested")
+            && at("fence-requested") <= at("fence-succeeded")
+            && at("fence-succeeded") <= at("out-of-service-taint")
+            && at("fence-succeeded") < at("write-refused"),
+        "{:?}",
+        run.phases
+    );
+    assert!(
+        run.remediation_detail
+            .as_deref()
+            .is_some_and(|d| d.contains("field manager")),
+        "{:?}",
+        run.remediation_detail
+    );
+    let f = run
+        .integrity
+        .as_ref()
+        .and_then(|i| i.fence.as_ref())
+        .expect("the fence judged");
+    assert_eq!(
+        (f.through_fence, f.node.as_str()),
+        (0, node.as_str()),
+        "{f:?}"
+    );
+    assert!(
+        unhealthy_nodes().is_empty(),
+        "the remediator's taint removed at the heal"
+    );
+    // The fence is the remediator's: still there until it lifts it.
+    assert!(network_fences().contains(&name));
+    drop(_fence);
+    assert_eq!(network_fences(), "");
+    assert_eq!(fence_table(), "[]");
+}
+
 #[test]
 fn kubelet_stop_force_delete_is_reported_with_integrity_evidence() {
     let _g = lock_cluster();

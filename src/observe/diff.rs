@@ -4,7 +4,7 @@
 use crate::timeline::{ConditionStatus, EventKind, PodPhase};
 use k8s_openapi::api::core::v1::{Event as KubeEvent, Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeState {
@@ -257,6 +257,75 @@ pub fn diff_kube_event(prev: Option<&i32>, ev: &KubeEvent) -> (i32, Vec<EventKin
     )
 }
 
+/// What was last seen of a NetworkFence someone else made: the node it fences and its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FenceSeen {
+    pub node: Option<String>,
+    pub state: Option<crate::timeline::FenceState>,
+}
+
+/// A NetworkFence (as JSON: `spec.cidrs`, `spec.fenceState`, `status.result`) against the
+/// nodes' addresses (`"172.18.0.2/32"` → node): a fence whose blocks name a node is recorded
+/// `requested` when first seen Fenced without a result, then `succeeded` / `failed` as its
+/// result says, `unfenced` when its fenceState turns Unfenced. A fence of no known node is
+/// ignored.
+pub fn diff_network_fence(
+    prev: Option<&FenceSeen>,
+    name: &str,
+    obj: &serde_json::Value,
+    clients: &HashMap<String, String>,
+) -> (FenceSeen, Vec<EventKind>) {
+    use crate::timeline::FenceState;
+    let cidrs: Vec<String> = obj["spec"]["cidrs"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let node = cidrs.iter().find_map(|c| {
+        clients
+            .get(c)
+            .or_else(|| clients.get(&format!("{c}/32")))
+            .cloned()
+    });
+    let state = match (
+        obj["spec"]["fenceState"].as_str().unwrap_or("Fenced"),
+        obj["status"]["result"].as_str(),
+    ) {
+        ("Unfenced", _) => Some(FenceState::Unfenced),
+        (_, Some("Succeeded")) => Some(FenceState::Succeeded),
+        (_, Some("Failed")) => Some(FenceState::Failed),
+        _ => Some(FenceState::Requested),
+    };
+    let seen = FenceSeen { node, state };
+    let Some(node) = seen.node.clone() else {
+        return (seen, vec![]);
+    };
+    if prev.is_some_and(|p| p.state == seen.state) {
+        return (seen, vec![]);
+    }
+    let mut events = Vec::new();
+    let mut push = |state| {
+        events.push(EventKind::NetworkFence {
+            name: name.to_string(),
+            node: node.clone(),
+            cidrs: cidrs.clone(),
+            state,
+            message: obj["status"]["message"].as_str().map(String::from),
+        })
+    };
+    // First seen already decided: it was requested before (the creation is the request).
+    if prev.is_none() && seen.state != Some(FenceState::Requested) {
+        push(FenceState::Requested);
+    }
+    if let Some(s) = seen.state {
+        push(s);
+    }
+    (seen, events)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +339,51 @@ mod tests {
 
     const READY_NODE: &str = "metadata: {name: w1}\nstatus:\n  conditions:\n  - {type: Ready, status: 'True', reason: KubeletReady}\n";
     const NOT_READY_TAINTED: &str = "metadata: {name: w1}\nspec:\n  taints:\n  - {key: node.kubernetes.io/unreachable, effect: NoExecute}\nstatus:\n  conditions:\n  - {type: Ready, status: Unknown, reason: NodeStatusUnknown}\n";
+
+    /// Synthetic NetworkFence objects, in the shape of the csi-addons CRD.
+    #[test]
+    fn a_fence_made_by_someone_else_is_recorded_for_the_node_it_names() {
+        use crate::timeline::FenceState;
+        let clients: HashMap<String, String> =
+            [("172.18.0.2/32".to_string(), "w1".to_string())].into();
+        let made =
+            serde_json::json!({"spec": {"cidrs": ["172.18.0.2/32"], "fenceState": "Fenced"}});
+        let (s1, e1) = diff_network_fence(None, "rook-w1", &made, &clients);
+        assert!(matches!(
+            &e1[..],
+            [EventKind::NetworkFence { node, state: FenceState::Requested, .. }] if node == "w1"
+        ));
+        let done = serde_json::json!({"spec": {"cidrs": ["172.18.0.2/32"], "fenceState": "Fenced"},
+            "status": {"result": "Succeeded", "message": "fencing operation successful"}});
+        let (s2, e2) = diff_network_fence(Some(&s1), "rook-w1", &done, &clients);
+        assert!(matches!(
+            &e2[..],
+            [EventKind::NetworkFence {
+                state: FenceState::Succeeded,
+                ..
+            }]
+        ));
+        // The same state again: nothing new.
+        assert!(diff_network_fence(Some(&s2), "rook-w1", &done, &clients)
+            .1
+            .is_empty());
+        // First seen already Succeeded: requested, then succeeded.
+        let (_, e) = diff_network_fence(None, "rook-w1", &done, &clients);
+        assert_eq!(e.len(), 2);
+        // Another node's fence (or an address nodedown does not know): nothing.
+        let other = serde_json::json!({"spec": {"cidrs": ["10.0.0.9/32"], "fenceState": "Fenced"}});
+        assert!(diff_network_fence(None, "x", &other, &clients).1.is_empty());
+        // A bare address counts as its /32.
+        let bare = serde_json::json!({"spec": {"cidrs": ["172.18.0.2"], "fenceState": "Unfenced"}});
+        let (_, e) = diff_network_fence(Some(&s2), "rook-w1", &bare, &clients);
+        assert!(matches!(
+            &e[..],
+            [EventKind::NetworkFence {
+                state: FenceState::Unfenced,
+                ..
+            }]
+        ));
+    }
 
     #[test]
     fn node_first_sight_then_not_ready_with_taint() {

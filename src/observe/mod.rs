@@ -38,6 +38,10 @@ pub struct Scope {
     /// Also record the Events about NetworkFences (a storage-fenced run: the storage's report of
     /// the operations it refused).
     pub fence_events: bool,
+    /// Also watch NetworkFences made by someone else (an external remediator fencing at the
+    /// storage, as Rook does): the nodes' addresses as CIDR blocks (`172.18.0.2/32` → node).
+    /// `None`: not watched.
+    pub fence_clients: Option<HashMap<String, String>>,
 }
 
 /// Keeps the watcher's objects `keep` accepts (and every list boundary): what another lane's
@@ -72,7 +76,7 @@ pub fn spawn_watchers(
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &scope.namespace);
     let events: Api<KubeEvent> = Api::namespaced(client.clone(), &scope.namespace);
     let fence_events: Api<KubeEvent> =
-        Api::namespaced(client, crate::vocab::CLUSTER_EVENTS_NAMESPACE);
+        Api::namespaced(client.clone(), crate::vocab::CLUSTER_EVENTS_NAMESPACE);
     let pod_cfg = watcher::Config::default().labels(&scope.pod_selector);
     let lane: Arc<HashSet<String>> = Arc::new(scope.nodes.iter().cloned().collect());
     let in_lane = {
@@ -114,13 +118,16 @@ pub fn spawn_watchers(
         )),
     ];
     if scope.fence_events {
-        // The run's own fences are named after its namespace (`remediation::fence::fence_name`).
+        // The run's own fences are named after its namespace (`remediation::fence::fence_name`);
+        // an external remediator's are named as it likes (the timeline keeps the target's).
         let prefix = format!("{}-", scope.namespace);
+        let anyone = scope.fence_clients.is_some();
         let own = move |e: &KubeEvent| {
-            e.involved_object
-                .name
-                .as_ref()
-                .is_some_and(|n| n.starts_with(&prefix))
+            anyone
+                || e.involved_object
+                    .name
+                    .as_ref()
+                    .is_some_and(|n| n.starts_with(&prefix))
         };
         watchers.push(tokio::spawn(follow(
             Resource::FenceEvents,
@@ -136,6 +143,13 @@ pub fn spawn_watchers(
             |_| None,
         )));
     }
+    if let Some(clients) = scope.fence_clients.clone() {
+        watchers.push(tokio::spawn(follow_fences(
+            client.clone(),
+            clients,
+            recorder.clone(),
+        )));
+    }
     if scope.kube_events {
         watchers.push(tokio::spawn(follow(
             Resource::Events,
@@ -146,6 +160,66 @@ pub fn spawn_watchers(
         )));
     }
     watchers
+}
+
+/// Follows the cluster's NetworkFences (csi-addons): each fence whose blocks name a node of
+/// `clients` is recorded as it is requested, decided and lifted (`diff_network_fence`); a fence
+/// deleted is lifted. Without the csi-addons API the watch fails once and is recorded as a gap.
+async fn follow_fences(client: Client, clients: HashMap<String, String>, recorder: Arc<Recorder>) {
+    let api: Api<kube::api::DynamicObject> =
+        Api::all_with(client, &crate::remediation::fence::network_fence_resource());
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(stream);
+    let mut seen: HashMap<String, FenceSeen> = HashMap::new();
+    let mut gap = false;
+    loop {
+        match stream.try_next().await {
+            Ok(Some(watcher::Event::Apply(o) | watcher::Event::InitApply(o))) => {
+                if gap {
+                    recorder.record(EventKind::WatchResumed {
+                        resource: Resource::NetworkFences,
+                        relisted: false,
+                    });
+                    gap = false;
+                }
+                let name = o.metadata.name.clone().unwrap_or_default();
+                let (next, events) = diff_network_fence(seen.get(&name), &name, &o.data, &clients);
+                seen.insert(name, next);
+                for e in events {
+                    recorder.record(e);
+                }
+            }
+            Ok(Some(watcher::Event::Delete(o))) => {
+                let name = o.metadata.name.clone().unwrap_or_default();
+                if let Some(FenceSeen {
+                    node: Some(node),
+                    state,
+                }) = seen.remove(&name)
+                {
+                    if state != Some(crate::timeline::FenceState::Unfenced) {
+                        recorder.record(EventKind::NetworkFence {
+                            name,
+                            node,
+                            cidrs: Vec::new(),
+                            state: crate::timeline::FenceState::Unfenced,
+                            message: Some("deleted".into()),
+                        });
+                    }
+                }
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return,
+            Err(e) => {
+                if !gap {
+                    recorder.record(EventKind::WatchGap {
+                        resource: Resource::NetworkFences,
+                        error: e.to_string(),
+                    });
+                    gap = true;
+                }
+            }
+        }
+    }
 }
 
 /// After a watch error, items that arrive within this long of the first one are a replay of

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
 use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// The csi-addons API group and version of `NetworkFence` and `NetworkFenceClass`.
@@ -28,8 +29,34 @@ fn resource(kind: &str, plural: &str) -> ApiResource {
     }
 }
 
+/// The API resource of `NetworkFence` (cluster-scoped).
+pub fn network_fence_resource() -> ApiResource {
+    resource("NetworkFence", "networkfences")
+}
+
 fn fences(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(client.clone(), &resource("NetworkFence", "networkfences"))
+    Api::all_with(client.clone(), &network_fence_resource())
+}
+
+/// Every node's addresses as the single-address blocks a fence names (`172.18.0.2/32` →
+/// node): what tells whose fence a NetworkFence someone else made is.
+pub async fn node_clients(client: &Client) -> Result<HashMap<String, String>, FenceError> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let list = nodes
+        .list(&ListParams::default())
+        .await
+        .map_err(api_err("list", "Nodes"))?;
+    let mut out = HashMap::new();
+    for n in list {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        for a in n.status.and_then(|s| s.addresses).unwrap_or_default() {
+            if let Ok(ip) = a.address.parse::<std::net::IpAddr>() {
+                let bits = if ip.is_ipv4() { 32 } else { 128 };
+                out.insert(format!("{ip}/{bits}"), name.clone());
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Why a storage fence cannot be made, or did not take.

@@ -671,6 +671,21 @@ impl Steps {
             fleet: Fleet::new(crate::spec::members(&workload.spec)),
             next: 0,
         };
+        // An external remediator may fence at the storage (Rook makes a NetworkFence): its
+        // fences are recognised by the nodes' addresses they name.
+        let fence_clients = if self.run.remediation == RemediationSpec::External {
+            match crate::remediation::fence::node_clients(&self.client).await {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    self.note(format!(
+                        "NetworkFences are not watched: the nodes' addresses could not be read: {e}"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let watchers = observe::spawn_watchers(
             self.client.clone(),
             &Scope {
@@ -678,7 +693,9 @@ impl Steps {
                 pod_selector: workload.selector(),
                 nodes: workload.nodes.clone(),
                 kube_events: true,
-                fence_events: self.run.remediation.fence() == crate::spec::Fence::Storage,
+                fence_events: self.run.remediation.fence() == crate::spec::Fence::Storage
+                    || fence_clients.is_some(),
+                fence_clients,
             },
             self.recorder.clone(),
         );

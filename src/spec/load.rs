@@ -979,7 +979,11 @@ mod tests {
                 "remediation:\n  kind: {kind}\n  after: 10s\n  fence: storage\n"
             )))
             .unwrap();
-            assert_eq!(exp.remediation.fence(), crate::spec::Fence::Storage, "{kind}");
+            assert_eq!(
+                exp.remediation.fence(),
+                crate::spec::Fence::Storage,
+                "{kind}"
+            );
         }
 
         let e = err(&with(

@@ -60,6 +60,8 @@ pub enum Resource {
     PersistentVolumeClaims,
     /// Events about NetworkFences (namespace `default`).
     FenceEvents,
+    /// csi-addons NetworkFences made by someone else.
+    NetworkFences,
 }
 
 /// One node as its kubelet describes itself (`status.nodeInfo`).

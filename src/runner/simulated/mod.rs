@@ -476,6 +476,7 @@ async fn watch(
             nodes: names.clone(),
             kube_events: false,
             fence_events: false,
+            fence_clients: None,
         },
         recorder.clone(),
     );
