@@ -28,6 +28,8 @@ pub enum When {
     Remediation(&'static str),
     /// `remediation: external`: a taint someone else added is removed at the heal.
     External,
+    /// A storage fence (`fence: storage`): the NetworkFence nodedown makes and lifts.
+    StorageFence,
     /// A StatefulSet's ledger whose acknowledged writes are polled through its pod.
     LedgerStatefulSet,
     /// A Deployment's workload (its claim and, for a ledger, the Service its acks are read
@@ -303,6 +305,70 @@ pub const RULES: &[Rule] = &[
         When::Remediation("delete-volumeattachment"),
         "deleting the old node's VolumeAttachments",
     ),
+    // The storage fence (csi-addons), made and lifted by nodedown, or recognised when someone
+    // else makes it.
+    rule(
+        "",
+        "persistentvolumeclaims",
+        &["list"],
+        When::StorageFence,
+        "finding the CSI driver of the workload's volumes (its NetworkFenceClass)",
+    ),
+    rule(
+        "",
+        "persistentvolumes",
+        &["get"],
+        When::StorageFence,
+        "finding the CSI driver of the workload's volumes (its NetworkFenceClass)",
+    ),
+    rule(
+        "csiaddons.openshift.io",
+        "networkfenceclasses",
+        &["list"],
+        When::StorageFence,
+        "the NetworkFenceClass of the workload's CSI driver",
+    ),
+    rule(
+        "csiaddons.openshift.io",
+        "networkfences",
+        &["get", "list", "watch", "create", "delete"],
+        When::StorageFence,
+        "fencing the node at its storage, and lifting the fence at the heal",
+    ),
+    rule(
+        "",
+        "nodes/proxy",
+        &["get"],
+        When::StorageFence,
+        "asking the node's kubelet which pods it still runs before lifting its fence",
+    ),
+    rule(
+        "csiaddons.openshift.io",
+        "networkfences",
+        &["list", "watch"],
+        When::External,
+        "recognising a storage fence the remediator makes",
+    ),
+    Rule {
+        namespace: Some(crate::vocab::CLUSTER_EVENTS_NAMESPACE),
+        ..rule(
+            "",
+            "events",
+            &["list", "watch"],
+            When::StorageFence,
+            "the storage's reports of refused writes (Events on the NetworkFence)",
+        )
+    },
+    Rule {
+        namespace: Some(crate::vocab::CLUSTER_EVENTS_NAMESPACE),
+        ..rule(
+            "",
+            "events",
+            &["list", "watch"],
+            When::External,
+            "the storage's reports of refused writes (Events on the NetworkFence)",
+        )
+    },
     // Read for the record.
     rule(
         "storage.k8s.io",
@@ -369,6 +435,7 @@ fn applies(when: When, run: &PlannedRun, s: Setting) -> bool {
         When::Fault(f) => run.fault.kind == f,
         When::Remediation(name) => run.remediation.name() == name,
         When::External => run.remediation == RemediationSpec::External,
+        When::StorageFence => run.remediation.fence() == crate::spec::Fence::Storage,
         When::LedgerStatefulSet => ledger && s.acks && !deployment,
         When::Deployment => deployment,
         When::OwnVolumes => [
@@ -571,31 +638,59 @@ fn rbac_text(n: &Naming) -> String {
         ));
     }
     docs.push(role);
+    // One Role (and binding) per namespace, its rules merged per (group, resource, object):
+    // the lock's Lease by name, the Events about NetworkFences, both in `default`.
+    let mut by_ns: std::collections::BTreeMap<&str, Vec<&Rule>> = Default::default();
     for r in RULES.iter().filter(|r| r.namespace.is_some()) {
-        let ns = r.namespace.unwrap_or_default();
-        let (unnamed, named): (Vec<&str>, Vec<&str>) = r
-            .verbs
-            .iter()
-            .partition(|v| **v == "create" || r.name.is_none());
+        by_ns.entry(r.namespace.unwrap_or_default()).or_default().push(r);
+    }
+    for (ns, rules) in by_ns {
+        let mut whys: Vec<&str> = Vec::new();
+        type Key<'a> = (&'a str, &'a str, Option<&'a str>);
+        let mut entries: Vec<(Key, Vec<&str>)> = Vec::new();
+        for r in rules {
+            if !whys.contains(&r.why) {
+                whys.push(r.why);
+            }
+            let (unnamed, named): (Vec<&str>, Vec<&str>) = r
+                .verbs
+                .iter()
+                .partition(|v| **v == "create" || r.name.is_none());
+            for (key, verbs) in [
+                ((r.group, r.resource, None), unnamed),
+                ((r.group, r.resource, r.name), named),
+            ] {
+                if verbs.is_empty() {
+                    continue;
+                }
+                match entries.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, have)) => {
+                        for v in verbs {
+                            if !have.contains(&v) {
+                                have.push(v);
+                            }
+                        }
+                    }
+                    None => entries.push((key, verbs)),
+                }
+            }
+        }
         let mut role = format!(
             "# {}\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: {}\n  namespace: {ns}\nrules:\n",
-            r.why, n.cluster_name
+            whys.join("; "),
+            n.cluster_name
         );
-        if !unnamed.is_empty() {
-            role.push_str(&format!(
-                "  - apiGroups: [\"{}\"]\n    resources: [\"{}\"]\n    verbs: [{}]\n",
-                r.group,
-                r.resource,
-                quoted(&unnamed)
-            ));
-        }
-        if let (false, Some(name)) = (named.is_empty(), r.name) {
-            role.push_str(&format!(
-                "  - apiGroups: [\"{}\"]\n    resources: [\"{}\"]\n    resourceNames: [\"{name}\"]\n    verbs: [{}]\n",
-                r.group,
-                r.resource,
-                quoted(&named)
-            ));
+        for ((group, resource, name), verbs) in entries {
+            match name {
+                None => role.push_str(&format!(
+                    "  - apiGroups: [\"{group}\"]\n    resources: [\"{resource}\"]\n    verbs: [{}]\n",
+                    quoted(&verbs)
+                )),
+                Some(name) => role.push_str(&format!(
+                    "  - apiGroups: [\"{group}\"]\n    resources: [\"{resource}\"]\n    resourceNames: [\"{name}\"]\n    verbs: [{}]\n",
+                    quoted(&verbs)
+                )),
+            }
         }
         docs.push(role);
         docs.push(format!(
