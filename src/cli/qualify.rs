@@ -204,7 +204,7 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         ClassPlan::Create { object, .. } => object["provisioner"].as_str().map(str::to_string),
         ClassPlan::Installed(_) => None,
     };
-    let (facts, driver_facts) = match cluster_facts(
+    let (facts, driver_facts, fence_class) = match cluster_facts(
         &args.run,
         &class,
         driver.as_ref().map(|d| d.driver.as_str()),
@@ -212,8 +212,8 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     )
     .await
     {
-        Some((f, d)) => (Some(f), d),
-        None => (None, None),
+        Some((f, d, c)) => (Some(f), d, c),
+        None => (None, None, None),
     };
     let attaches = facts.as_ref().and_then(|f| f.attach_required);
     if let (Some(d), Some(p)) = (&driver, facts.as_ref().and_then(|f| f.provisioner.clone())) {
@@ -227,10 +227,11 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     if facts.is_none() {
         eprintln!("warning: the cluster was not reachable before the runs: whether {class} attaches is unknown, so the rows leave the detach and attach expectations out");
     }
-    let storage = match &driver {
+    let mut storage = match &driver {
         Some(d) => Storage::from_driver(d, &class, attaches),
         None => Storage::from_class(&class, attaches),
     };
+    storage.network_fence_class = fence_class;
     let rows = matrix(&storage, args.quick);
     if let Err(code) = check_only(&rows, &args.run.only) {
         return code;
@@ -702,6 +703,7 @@ async fn cluster_facts(
 ) -> Option<(
     crate::timeline::ClusterFacts,
     Option<crate::runner::DriverFacts>,
+    Option<String>,
 )> {
     let context = context_of(args);
     let (client, _) = crate::cluster::client_for_context(Some(&context))
@@ -719,9 +721,17 @@ async fn cluster_facts(
                 .map(|d| d.spec.attach_required.unwrap_or(true));
     }
     let name = driver.or(facts.provisioner.as_deref());
-    let driver = match name {
+    let driver_facts = match name {
         Some(n) => crate::runner::driver_facts(&client, n).await.ok(),
         None => None,
     };
-    Some((facts, driver))
+    // The platform's NetworkFenceClass for the driver: the storage-fence row runs when there is one.
+    let fence_class = match name {
+        Some(n) => crate::remediation::fence::class_for(&client, n)
+            .await
+            .ok()
+            .flatten(),
+        None => None,
+    };
+    Some((facts, driver_facts, fence_class))
 }

@@ -642,7 +642,10 @@ fn rbac_text(n: &Naming) -> String {
     // the lock's Lease by name, the Events about NetworkFences, both in `default`.
     let mut by_ns: std::collections::BTreeMap<&str, Vec<&Rule>> = Default::default();
     for r in RULES.iter().filter(|r| r.namespace.is_some()) {
-        by_ns.entry(r.namespace.unwrap_or_default()).or_default().push(r);
+        by_ns
+            .entry(r.namespace.unwrap_or_default())
+            .or_default()
+            .push(r);
     }
     for (ns, rules) in by_ns {
         let mut whys: Vec<&str> = Vec::new();

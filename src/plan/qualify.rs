@@ -32,6 +32,9 @@ pub struct Storage {
     /// when it is longer than nodedown's defaults: the steady state's timeout, and the
     /// recovery window of the rows that expect a recovery (their `timeToReady` bound too).
     pub pod_start: Option<std::time::Duration>,
+    /// The cluster's `NetworkFenceClass` for the driver (csi-addons), when it has one: the
+    /// storage-fence row runs.
+    pub network_fence_class: Option<String>,
 }
 
 impl Storage {
@@ -49,6 +52,7 @@ impl Storage {
                 .timeouts
                 .get("PodStart")
                 .and_then(|t| crate::spec::duration::parse(t).ok()),
+            network_fence_class: None,
         }
     }
 
@@ -63,6 +67,7 @@ impl Storage {
             read_write_many: false,
             block: false,
             pod_start: None,
+            network_fence_class: None,
         }
     }
 }
@@ -297,6 +302,30 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
             mins(3),
             expect(true, Some(mins(3)), vec![], vec![]),
         ),
+    });
+    rows.push(Row {
+        id: "partition-storage-fence",
+        title: "node cut off from the network, fenced at its storage (NetworkFence) then tainted: the storage refuses the old writer, nothing lost",
+        source: "csi-addons NetworkFence (fence.proto FenceClusterNetwork): the storage blocklists the node's clients, sessions already open included, as Rook does on the out-of-service taint".into(),
+        body: match &storage.network_fence_class {
+            Some(_) => run(
+                "partition-storage-fence",
+                Shape {
+                    fault: FaultKind::NetworkPartition,
+                    graceful: false,
+                    mode: AccessMode::ReadWriteOnce,
+                },
+                RemediationSpec::OutOfServiceTaint {
+                    after: Duration::ZERO,
+                    fence: Fence::Storage,
+                },
+                mins(3),
+                expect(true, Some(mins(3)), vec![Phase::FenceSucceeded], vec![]),
+            ),
+            None => RowBody::NotApplicable(
+                "the cluster has no NetworkFenceClass for the driver (csi-addons network fencing), or it was not reachable".into(),
+            ),
+        },
     });
     let with_mode = |mode| Shape {
         fault: FaultKind::NodeShutdown,
