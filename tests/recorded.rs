@@ -953,3 +953,57 @@ fn the_storage_fence_recordings_held_and_say_when() {
         );
     }
 }
+
+/// The fence lifted early (`liftAfter`, a frozen node): it held while it stood, and the records
+/// the zombie writer wrote once it was lifted are the unfence hazard — counted the same by an
+/// oracle reading the ledger and the `unfenced` line's wall clock directly — and they cost the
+/// replacement acknowledged writes.
+#[test]
+fn the_fence_lifted_early_recording_shows_the_unfence_hazard() {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/storage-fence-lifted");
+    let report = stored(&root);
+    let id = "storage-fence/freeze-fence-lifted-early/1";
+    let r = run(&report, id);
+    let at = |p: Phase| r.phases.iter().find(|x| x.name == p).map(|x| x.at_ms);
+    assert!(at(Phase::FenceSucceeded) < at(Phase::Unfenced));
+    assert!(
+        at(Phase::Unfenced) < at(Phase::FaultHealed),
+        "lifted while frozen"
+    );
+    let i = r.integrity.as_ref().unwrap();
+    assert_eq!(i.verdict, nodedown::report::Verdict::Fail);
+    assert!(i.lost_acknowledged > 0, "{}", i.evidence);
+    let f = i.fence.as_ref().unwrap();
+    assert_eq!(
+        f.verdict,
+        nodedown::report::Verdict::Pass,
+        "held while it stood"
+    );
+    assert_eq!(f.through_fence, 0);
+    assert!(f.after_unfence > 0);
+
+    let dir = root.join(id);
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let wall = |state: &str| {
+        let e: serde_json::Value = events
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|e| e["event"] == "network-fence" && e["state"] == state)
+            .unwrap();
+        let ms = humantime::parse_rfc3339(e["wall"].as_str().unwrap())
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        (ms, e["node"].as_str().unwrap().to_string())
+    };
+    let (unfenced_ms, node) = wall("unfenced");
+    let ledger = std::fs::read(dir.join("ledger/ledger.bin")).unwrap();
+    let after: usize = ledger
+        .chunks_exact(nodedown::integrity::RECORD_LEN)
+        .filter_map(|c| nodedown::integrity::decode(c.try_into().unwrap()).ok())
+        .filter(|rec| rec.incarnation.node == node && rec.written_ms >= unfenced_ms)
+        .count();
+    assert_eq!(after as u64, f.after_unfence);
+}

@@ -737,6 +737,7 @@ mod tests {
             RemediationSpec::OutOfServiceTaint {
                 after: Duration::ZERO,
                 fence: crate::spec::Fence::None,
+                lift_after: None,
             },
             secs(60),
             Expectations::default(),

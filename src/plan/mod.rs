@@ -210,8 +210,15 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
             } => "power it off, confirm it is off, then add the out-of-service taint".to_string(),
             RemediationSpec::OutOfServiceTaint {
                 fence: Fence::Storage,
+                lift_after,
                 ..
-            } => "fence it at its storage (a NetworkFence, until Succeeded), then add the out-of-service taint".to_string(),
+            } => format!(
+                "fence it at its storage (a NetworkFence, until Succeeded), then add the out-of-service taint{}",
+                lift_after.map_or(String::new(), |d| format!(
+                    "; lift both {} later while the fault lasts (liftAfter)",
+                    fmt_duration(d)
+                ))
+            ),
             RemediationSpec::OutOfServiceTaint { .. } => {
                 "add the out-of-service taint (no fencing)".to_string()
             }
@@ -276,6 +283,7 @@ mod action_tests {
             crate::spec::RemediationSpec::OutOfServiceTaint {
                 after: std::time::Duration::ZERO,
                 fence: crate::spec::Fence::Power,
+                lift_after: None,
             },
             std::time::Duration::from_secs(120),
             Default::default(),

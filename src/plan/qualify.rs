@@ -129,6 +129,7 @@ fn taint(fence: bool) -> RemediationSpec {
     RemediationSpec::OutOfServiceTaint {
         after: Duration::ZERO,
         fence: if fence { Fence::Power } else { Fence::None },
+        lift_after: None,
     }
 }
 
@@ -318,6 +319,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
                 RemediationSpec::OutOfServiceTaint {
                     after: Duration::ZERO,
                     fence: Fence::Storage,
+                    lift_after: None,
                 },
                 mins(3),
                 expect(true, Some(mins(3)), vec![Phase::FenceSucceeded], vec![]),

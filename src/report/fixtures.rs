@@ -24,6 +24,7 @@ fn oos() -> RemediationSpec {
     RemediationSpec::OutOfServiceTaint {
         after: Duration::ZERO,
         fence: crate::spec::Fence::Power,
+        lift_after: None,
     }
 }
 

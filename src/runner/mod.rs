@@ -498,7 +498,7 @@ impl Steps {
             .await?;
         self.stage(crate::timeline::FAILOVER_STAGE);
         let mut fault = self.inject(&steady).await?;
-        self.remediate(&mut watch, &workload, &steady, &fault)
+        self.remediate(&mut watch, &workload, &steady, &mut fault)
             .await?;
         self.recover(&mut watch, &fault).await;
         self.controller_counters("after-recovery").await;
@@ -1083,7 +1083,7 @@ impl Steps {
         watch: &mut Watch,
         workload: &Workload,
         steady: &Steady,
-        fault: &Injected,
+        fault: &mut Injected,
     ) -> Result<(), StepError> {
         if self.run.remediation == RemediationSpec::External {
             return self.observe_external(watch, fault).await;
@@ -1112,7 +1112,7 @@ impl Steps {
         self.progress
             .step(&format!("remediate: {}", self.run.remediation.name()));
         // Node by node (a zone's), each with the instances' pods on it.
-        for node in &fault.nodes {
+        for node in &fault.nodes.clone() {
             let pods: Vec<String> = steady
                 .pods
                 .iter()
@@ -1121,8 +1121,68 @@ impl Steps {
                 .collect();
             self.apply_remediation(&workload.namespace, &pods, node, fault)
                 .await?;
+            if let Some(lift) = self.run.remediation.lift_after() {
+                fault
+                    .ends
+                    .spawn(self.lift_fence_early(&workload.namespace, node, lift));
+            }
         }
         Ok(())
+    }
+
+    /// `liftAfter`: the storage fence and the taint lifted `lift` after they were applied,
+    /// while the fault lasts (the hazard of a taint removed early, which the platform follows
+    /// by unfencing). A task of the fault's (`Injected::ends`): the run waits for it, and an
+    /// interrupted run drops it before its heal.
+    fn lift_fence_early(
+        &self,
+        namespace: &str,
+        node: &str,
+        lift: Duration,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (client, recorder) = (self.client.clone(), self.recorder.clone());
+        let name = crate::remediation::fence::fence_name(namespace, node);
+        let node = node.to_string();
+        async move {
+            tokio::time::sleep(lift).await;
+            recorder.record(EventKind::Note {
+                message: format!(
+                    "liftAfter: lifting the storage fence of {node} and its out-of-service taint {} after they were applied, while the fault lasts",
+                    crate::units::fmt_duration(lift)
+                ),
+            });
+            match crate::remediation::fence::delete_and_await_gone(&client, &name).await {
+                Ok(true) => recorder.record(EventKind::NetworkFence {
+                    name,
+                    node: node.clone(),
+                    cidrs: Vec::new(),
+                    state: crate::timeline::FenceState::Unfenced,
+                    message: Some("lifted early (liftAfter)".into()),
+                }),
+                Ok(false) => recorder.record(EventKind::Note {
+                    message: format!("liftAfter: no NetworkFence {name} to lift"),
+                }),
+                Err(e) => recorder.record(EventKind::Note {
+                    message: format!("liftAfter: lifting NetworkFence {name} failed: {e}"),
+                }),
+            };
+            let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
+            match crate::remediation::remove_taint(&nodes, &node, OUT_OF_SERVICE_KEY).await {
+                Ok(true) => {
+                    recorder.record(EventKind::RemediationUndone {
+                        remediation: "out-of-service-taint".into(),
+                        node,
+                        detail: format!("taint {OUT_OF_SERVICE_KEY} removed early (liftAfter)"),
+                    });
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    recorder.record(EventKind::Note {
+                        message: format!("liftAfter: removing the taint failed: {e}"),
+                    });
+                }
+            }
+        }
     }
 
     /// Remediation `external`: nodedown acts not; it waits for the first thing a remediator does

@@ -334,6 +334,30 @@ impl Checker<'_> {
             let field = format!("{path}.{key}");
             self.tree.find(&field).map(|_| field)
         };
+        if let Some(field) = written("liftAfter") {
+            match remediation {
+                RemediationSpec::OutOfServiceTaint {
+                    fence: crate::spec::Fence::Storage,
+                    lift_after,
+                    ..
+                } => {
+                    if lift_after.is_some_and(|d| d.is_zero()) {
+                        return Err(self.fail(
+                            &field,
+                            "`liftAfter: 0s` lifts the fence the moment it is in place",
+                            "write how long the fence holds before it is lifted, e.g. `liftAfter: 30s`",
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(self.fail(
+                        &field,
+                        "`liftAfter` lifts a storage fence early: only `kind: out-of-service-taint` with `fence: storage` has one",
+                        "remove `liftAfter`, or write `kind: out-of-service-taint` with `fence: storage`",
+                    ))
+                }
+            }
+        }
         let (field, problem, hint) = match remediation {
             RemediationSpec::External => match (written("after"), written("fence")) {
                 (Some(field), _) | (None, Some(field)) => (

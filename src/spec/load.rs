@@ -744,6 +744,7 @@ fn example_for(path: &str) -> Option<&'static str> {
             "remediation.kind" => "kind: force-delete-pod",
             "remediation.after" => "after: 30s",
             "remediation.fence" => "fence: true",
+            "remediation.liftAfter" => "liftAfter: 30s",
             "timeouts" => "timeouts: {recovery: 5m}",
             "timeouts.steadyState" => "steadyState: 3m",
             "timeouts.recovery" => "recovery: 5m",
@@ -814,7 +815,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "experiments/x.yaml:6:3: remediation.afer: unknown field `afer`; expected one of `kind`, `after`, \
-             `fence` (did you mean `after`?)"
+             `fence`, `liftAfter` (did you mean `after`?)"
         );
     }
 
@@ -972,6 +973,28 @@ mod tests {
                 .contains("remediation `delete-node` takes no fence"),
             "{e}"
         );
+        // `liftAfter` only lifts a storage fence.
+        let e = err(&with(
+            "remediation:\n  kind: out-of-service-taint\n  fence: true\n  liftAfter: 30s\n",
+        ));
+        assert_eq!(e.field(), Some("remediation.liftAfter"));
+        assert!(
+            e.to_string()
+                .contains("only `kind: out-of-service-taint` with `fence: storage`"),
+            "{e}"
+        );
+        let e = err(&with(
+            "remediation:\n  kind: out-of-service-taint\n  fence: storage\n  liftAfter: 0s\n",
+        ));
+        assert!(
+            e.to_string().contains("`liftAfter: 0s` lifts the fence"),
+            "{e}"
+        );
+        let exp = parse(&with(
+            "remediation:\n  kind: out-of-service-taint\n  fence: storage\n  liftAfter: 30s\n",
+        ))
+        .unwrap();
+        assert_eq!(exp.remediation.lift_after(), Some(Duration::from_secs(30)));
         // A fence before a force delete or a VolumeAttachment's deletion is what a careful
         // operator does: accepted.
         for kind in ["force-delete-pod", "delete-volumeattachment"] {
@@ -1282,7 +1305,8 @@ mod tests {
             exp.variants[1].remediation,
             Some(RemediationSpec::OutOfServiceTaint {
                 after: Duration::ZERO,
-                fence: crate::spec::Fence::Power
+                fence: crate::spec::Fence::Power,
+                lift_after: None,
             })
         );
         let runs = expand(&exp, Path::new("x.yaml"), &PlanOptions::default());

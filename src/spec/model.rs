@@ -404,6 +404,15 @@ pub enum RemediationSpec {
         #[serde(serialize_with = "duration::serialize")]
         after: Duration,
         fence: Fence,
+        /// With `fence: storage`: the fence and the taint lifted this long after they were
+        /// applied, while the fault lasts — a taint removed early (as by a controller acting
+        /// on a stale taint, kubernetes#142331), which a platform follows by unfencing.
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            serialize_with = "optional_duration::serialize"
+        )]
+        lift_after: Option<Duration>,
     },
     /// `kubectl delete pod --force --grace-period=0`, `after` the node is seen NotReady; with
     /// `fence`, fenced first, as for the taint.
@@ -457,6 +466,14 @@ impl RemediationSpec {
             | RemediationSpec::ForceDeletePod { after, .. }
             | RemediationSpec::DeleteNode { after }
             | RemediationSpec::DeleteVolumeattachment { after, .. } => Some(*after),
+        }
+    }
+
+    /// How long after it was applied a storage fence is lifted early (`liftAfter`), if so.
+    pub fn lift_after(&self) -> Option<Duration> {
+        match self {
+            RemediationSpec::OutOfServiceTaint { lift_after, .. } => *lift_after,
+            _ => None,
         }
     }
 
@@ -582,6 +599,9 @@ struct RawRemediation {
     after: Option<UserDuration>,
     #[serde(default)]
     fence: Option<Fence>,
+    #[serde(default)]
+    #[schemars(with = "Option<DurationText>")]
+    lift_after: Option<UserDuration>,
 }
 
 impl From<RawRemediation> for RemediationSpec {
@@ -594,6 +614,7 @@ impl From<RawRemediation> for RemediationSpec {
             RemediationKind::OutOfServiceTaint => RemediationSpec::OutOfServiceTaint {
                 after,
                 fence: raw.fence.unwrap_or_default(),
+                lift_after: raw.lift_after.map(|d| d.0),
             },
             RemediationKind::ForceDeletePod => RemediationSpec::ForceDeletePod {
                 after,

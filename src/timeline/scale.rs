@@ -688,6 +688,7 @@ mod tests {
         let spec = crate::spec::RemediationSpec::OutOfServiceTaint {
             after: std::time::Duration::ZERO,
             fence: crate::spec::Fence::None,
+            lift_after: None,
         };
         assert_eq!(OUT_OF_SERVICE_TAINT, spec.name());
     }

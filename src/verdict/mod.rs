@@ -633,6 +633,7 @@ mod tests {
         RemediationSpec::OutOfServiceTaint {
             after: Duration::ZERO,
             fence: crate::spec::Fence::Power,
+            lift_after: None,
         }
     }
 
