@@ -221,6 +221,24 @@ pub fn of(run: &RunResult) -> Outcome {
             Data::Undecided => "integrity undecided".into(),
         };
         parts.push(format!("{text}{}", against(run, "integrity")));
+        // A storage fence's own verdict, and what its lifting let through.
+        if let Some(f) = &i.fence {
+            let mut fence = match f.verdict {
+                crate::outcome::Verdict::Pass => "fence held".to_string(),
+                crate::outcome::Verdict::Fail => format!(
+                    "fence breached: {} records of {} written while fenced",
+                    f.through_fence, f.node
+                ),
+                crate::outcome::Verdict::Unknown => "fence undecided".to_string(),
+            };
+            if f.after_unfence > 0 {
+                fence.push_str(&format!(
+                    ", then {} written after it was lifted",
+                    f.after_unfence
+                ));
+            }
+            parts.push(fence);
+        }
     }
     if let Some(o) = &run.write_outage {
         parts.push(format!("writes down {}", super::text::outage_text(o)));
