@@ -1057,6 +1057,18 @@ fn fence_table() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// `nodedown run experiments/storage-fence.yaml --only VARIANT` in the background.
+fn spawn_storage_fence(dir: &Path, variant: &str) -> std::process::Child {
+    nodedown()
+        .args(["run", "experiments/storage-fence.yaml", "--only", variant])
+        .args(["--cluster-name", &cluster_name(), "--out"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap()
+}
+
 /// A storage fence is never left behind: SIGINT while the node is fenced heals it on the way
 /// out (exit 130); SIGKILL leaves the fence in place (the node stays refused, which is the safe
 /// side), and `nodedown cleanup` lifts it from the journal once the node is back.
@@ -1066,21 +1078,7 @@ fn a_storage_fence_is_lifted_after_sigint_and_by_cleanup_after_sigkill() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
         let out = tempdir();
         let dir = out.path().join("run");
-        let mut child = nodedown()
-            .args([
-                "run",
-                "experiments/storage-fence.yaml",
-                "--only",
-                "oos-taint-storage-fenced",
-                "--cluster-name",
-                &cluster_name(),
-                "--out",
-            ])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_storage_fence(&dir, "oos-taint-storage-fenced");
         let rd = dir.join("storage-fence/oos-taint-storage-fenced/1");
         wait_until(
             Duration::from_secs(240),
@@ -1159,21 +1157,7 @@ fn an_external_remediators_storage_fence_is_recognised_and_timed() {
     let _g = lock_cluster();
     let out = tempdir();
     let dir = out.path().join("run");
-    let mut child = nodedown()
-        .args([
-            "run",
-            "experiments/storage-fence.yaml",
-            "--only",
-            "external-storage-fenced",
-            "--cluster-name",
-            &cluster_name(),
-            "--out",
-        ])
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_storage_fence(&dir, "external-storage-fenced");
     let rd = dir.join("storage-fence/external-storage-fenced/1");
     wait_until(
         Duration::from_secs(240),

@@ -864,6 +864,23 @@ fn a_pass_shows_its_outcome() {
     assert!(junit.contains("outcome: not recovered within 1m30s (as expected)"));
 }
 
+/// The first `network-fence` line of a run's events.jsonl in `state`, read directly: its wall
+/// clock (ms since the Unix epoch) and its node.
+fn fence_line(run_dir: &Path, state: &str) -> (u64, String) {
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+    let e: serde_json::Value = events
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["event"] == "network-fence" && e["state"] == state)
+        .unwrap();
+    let ms = humantime::parse_rfc3339(e["wall"].as_str().unwrap())
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    (ms, e["node"].as_str().unwrap().to_string())
+}
+
 /// The storage-fenced recordings (testenv's fenced data path, a NetworkFence per run): the
 /// fence is requested after NotReady, succeeds before the taint, the storage's refusal is seen
 /// (right after the fence for the cut-off writer; at the thaw for the frozen one), and the fence
@@ -924,18 +941,8 @@ fn the_storage_fence_recordings_held_and_say_when() {
         // The oracle: the wall clock of the `succeeded` line, and every record of the fenced
         // node in the ledger written before it.
         let dir = root.join(id);
-        let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
-        let succeeded: serde_json::Value = events
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .find(|e| e["event"] == "network-fence" && e["state"] == "succeeded")
-            .unwrap();
-        let fenced_ms = humantime::parse_rfc3339(succeeded["wall"].as_str().unwrap())
-            .unwrap()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64;
-        let node = succeeded["node"].as_str().unwrap();
+        let (fenced_ms, node) = fence_line(&dir, "succeeded");
+        let node = node.as_str();
         let ledger = std::fs::read(dir.join("ledger/ledger.bin")).unwrap();
         let of_node: Vec<u64> = ledger
             .chunks_exact(nodedown::integrity::RECORD_LEN)
@@ -984,21 +991,7 @@ fn the_fence_lifted_early_recording_shows_the_unfence_hazard() {
     assert!(f.after_unfence > 0);
 
     let dir = root.join(id);
-    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
-    let wall = |state: &str| {
-        let e: serde_json::Value = events
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .find(|e| e["event"] == "network-fence" && e["state"] == state)
-            .unwrap();
-        let ms = humantime::parse_rfc3339(e["wall"].as_str().unwrap())
-            .unwrap()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64;
-        (ms, e["node"].as_str().unwrap().to_string())
-    };
-    let (unfenced_ms, node) = wall("unfenced");
+    let (unfenced_ms, node) = fence_line(&dir, "unfenced");
     let ledger = std::fs::read(dir.join("ledger/ledger.bin")).unwrap();
     let after: usize = ledger
         .chunks_exact(nodedown::integrity::RECORD_LEN)

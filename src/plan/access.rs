@@ -30,6 +30,8 @@ pub enum When {
     External,
     /// A storage fence (`fence: storage`): the NetworkFence nodedown makes and lifts.
     StorageFence,
+    /// A storage fence, nodedown's or an external remediator's: the storage's Events about it.
+    FenceEvents,
     /// A StatefulSet's ledger whose acknowledged writes are polled through its pod.
     LedgerStatefulSet,
     /// A Deployment's workload (its claim and, for a ledger, the Service its acks are read
@@ -355,17 +357,7 @@ pub const RULES: &[Rule] = &[
             "",
             "events",
             &["list", "watch"],
-            When::StorageFence,
-            "the storage's reports of refused writes (Events on the NetworkFence)",
-        )
-    },
-    Rule {
-        namespace: Some(crate::vocab::CLUSTER_EVENTS_NAMESPACE),
-        ..rule(
-            "",
-            "events",
-            &["list", "watch"],
-            When::External,
+            When::FenceEvents,
             "the storage's reports of refused writes (Events on the NetworkFence)",
         )
     },
@@ -436,6 +428,10 @@ fn applies(when: When, run: &PlannedRun, s: Setting) -> bool {
         When::Remediation(name) => run.remediation.name() == name,
         When::External => run.remediation == RemediationSpec::External,
         When::StorageFence => run.remediation.fence() == crate::spec::Fence::Storage,
+        When::FenceEvents => {
+            run.remediation.fence() == crate::spec::Fence::Storage
+                || run.remediation == RemediationSpec::External
+        }
         When::LedgerStatefulSet => ledger && s.acks && !deployment,
         When::Deployment => deployment,
         When::OwnVolumes => [

@@ -8,31 +8,39 @@ import (
 	"testing"
 )
 
+// fencedVolume makes a storage in a temporary directory with volume id, and serves it through
+// the fenced data path at a mount point, as the node plugin of node (address 172.18.0.7) does;
+// unmounted when the test ends.
+func fencedVolume(tb testing.TB, id, node string) (*Store, string) {
+	root := tb.TempDir()
+	store, err := OpenStore(filepath.Join(root, "storage"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := store.CreateVolume(id, 1<<30); err != nil {
+		tb.Fatal(err)
+	}
+	watch, err := NewFenceWatch(store, "172.18.0.7")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mnt := filepath.Join(root, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := mountFenced(store.VolumeDir(id), mnt, id, node, watch)
+	if err != nil {
+		tb.Fatalf("mounting: %v", err)
+	}
+	tb.Cleanup(func() { _ = srv.Unmount() })
+	return store, mnt
+}
+
 // The fenced data path on a real FUSE mount (needs root and /dev/fuse, as testenv's node plugin
 // does): a file opened before the fence fails its next write and fsync once the storage fences
 // this client, new opens fail too, and the same open file writes again after the unfence.
 func TestFenceRefusesAnOpenFileAtTheStorage(t *testing.T) {
-	root := t.TempDir()
-	store, err := OpenStore(filepath.Join(root, "storage"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.CreateVolume("vol-1", 1<<20); err != nil {
-		t.Fatal(err)
-	}
-	watch, err := NewFenceWatch(store, "172.18.0.7")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mnt := filepath.Join(root, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := mountFenced(store.VolumeDir("vol-1"), mnt, "vol-1", "worker", watch)
-	if err != nil {
-		t.Fatalf("mounting: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Unmount() })
+	store, mnt := fencedVolume(t, "vol-1", "worker")
 
 	f, err := os.OpenFile(filepath.Join(mnt, "ledger"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -150,26 +158,6 @@ func BenchmarkDurableAppendBind(b *testing.B) {
 }
 
 func BenchmarkDurableAppendFuse(b *testing.B) {
-	root := b.TempDir()
-	store, err := OpenStore(filepath.Join(root, "storage"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := store.CreateVolume("bench", 1<<30); err != nil {
-		b.Fatal(err)
-	}
-	watch, err := NewFenceWatch(store, "172.18.0.7")
-	if err != nil {
-		b.Fatal(err)
-	}
-	mnt := filepath.Join(root, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	srv, err := mountFenced(store.VolumeDir("bench"), mnt, "bench", "bench-node", watch)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = srv.Unmount() }()
+	_, mnt := fencedVolume(b, "bench", "bench-node")
 	benchmarkAppends(b, mnt)
 }
