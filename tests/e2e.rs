@@ -1156,9 +1156,28 @@ impl Drop for FenceGuard {
 fn an_external_remediators_storage_fence_is_recognised_and_timed() {
     let _g = lock_cluster();
     let out = tempdir();
+    let file = out.path().join("external-storage-fence.yaml");
+    std::fs::write(
+        &file,
+        "name: external-storage-fence\n\
+         workload: {kind: ledger, storageClass: nodedown-fence, size: 1Gi}\n\
+         fault: {kind: network-partition, target: {nodeOf: ledger-0}}\n\
+         remediation: {kind: external}\n\
+         timeouts: {recovery: 2m}\n\
+         expect: {recovered: true, integrity: pass}\n",
+    )
+    .unwrap();
     let dir = out.path().join("run");
-    let mut child = spawn_storage_fence(&dir, "external-storage-fenced");
-    let rd = dir.join("storage-fence/external-storage-fenced/1");
+    let mut child = nodedown()
+        .arg("run")
+        .arg(&file)
+        .args(["--cluster-name", &cluster_name(), "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let rd = dir.join("external-storage-fence/default/1");
     wait_until(
         Duration::from_secs(240),
         || events_contain(&rd, "\"fault-injected\""),
