@@ -162,12 +162,31 @@ pub fn spawn_watchers(
     watchers
 }
 
+/// The csi-addons API group and version of `NetworkFence` and `NetworkFenceClass`.
+pub const CSI_ADDONS_GROUP: &str = "csiaddons.openshift.io";
+pub const CSI_ADDONS_VERSION: &str = "v1alpha1";
+
+/// A csi-addons resource (cluster-scoped): its kind and plural in that group and version.
+pub fn csi_addons_resource(kind: &str, plural: &str) -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: CSI_ADDONS_GROUP.into(),
+        version: CSI_ADDONS_VERSION.into(),
+        api_version: format!("{CSI_ADDONS_GROUP}/{CSI_ADDONS_VERSION}"),
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// The API resource of `NetworkFence`.
+pub fn network_fence_resource() -> kube::api::ApiResource {
+    csi_addons_resource("NetworkFence", "networkfences")
+}
+
 /// Follows the cluster's NetworkFences (csi-addons): each fence whose blocks name a node of
 /// `clients` is recorded as it is requested, decided and lifted (`diff_network_fence`); a fence
 /// deleted is lifted. Without the csi-addons API the watch fails once and is recorded as a gap.
 async fn follow_fences(client: Client, clients: HashMap<String, String>, recorder: Arc<Recorder>) {
-    let api: Api<kube::api::DynamicObject> =
-        Api::all_with(client, &crate::remediation::fence::network_fence_resource());
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client, &network_fence_resource());
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
     let mut seen: HashMap<String, FenceSeen> = HashMap::new();

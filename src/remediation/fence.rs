@@ -6,33 +6,16 @@
 
 use super::{api_err, is_not_found, RemediationError};
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
-use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// The csi-addons API group and version of `NetworkFence` and `NetworkFenceClass`.
-pub const GROUP: &str = "csiaddons.openshift.io";
-pub const VERSION: &str = "v1alpha1";
+use crate::observe::{csi_addons_resource as resource, network_fence_resource};
 
 /// How long the storage may take to report a fence in place, or to unfence and let the object go.
 pub const FENCE_TIMEOUT: Duration = Duration::from_secs(60);
-
-fn resource(kind: &str, plural: &str) -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: VERSION.into(),
-        api_version: format!("{GROUP}/{VERSION}"),
-        kind: kind.into(),
-        plural: plural.into(),
-    }
-}
-
-/// The API resource of `NetworkFence` (cluster-scoped).
-pub fn network_fence_resource() -> ApiResource {
-    resource("NetworkFence", "networkfences")
-}
 
 fn fences(client: &Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &network_fence_resource())
