@@ -1057,11 +1057,14 @@ fn fence_table() -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-/// `nodedown run experiments/storage-fence.yaml --only VARIANT` in the background.
-fn spawn_storage_fence(dir: &Path, variant: &str) -> std::process::Child {
-    nodedown()
-        .args(["run", "experiments/storage-fence.yaml", "--only", variant])
-        .args(["--cluster-name", &cluster_name(), "--out"])
+/// `nodedown run FILE [--only VARIANT]` on the test cluster, in the background.
+fn spawn_file(file: &Path, variant: Option<&str>, dir: &Path) -> std::process::Child {
+    let mut cmd = nodedown();
+    cmd.arg("run").arg(file);
+    if let Some(v) = variant {
+        cmd.args(["--only", v]);
+    }
+    cmd.args(["--cluster-name", &cluster_name(), "--out"])
         .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -1078,7 +1081,11 @@ fn a_storage_fence_is_lifted_after_sigint_and_by_cleanup_after_sigkill() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
         let out = tempdir();
         let dir = out.path().join("run");
-        let mut child = spawn_storage_fence(&dir, "oos-taint-storage-fenced");
+        let mut child = spawn_file(
+            Path::new("experiments/storage-fence.yaml"),
+            Some("oos-taint-storage-fenced"),
+            &dir,
+        );
         let rd = dir.join("storage-fence/oos-taint-storage-fenced/1");
         wait_until(
             Duration::from_secs(240),
@@ -1168,15 +1175,7 @@ fn an_external_remediators_storage_fence_is_recognised_and_timed() {
     )
     .unwrap();
     let dir = out.path().join("run");
-    let mut child = nodedown()
-        .arg("run")
-        .arg(&file)
-        .args(["--cluster-name", &cluster_name(), "--out"])
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_file(&file, None, &dir);
     let rd = dir.join("external-storage-fence/default/1");
     wait_until(
         Duration::from_secs(240),

@@ -33,9 +33,8 @@ pub async fn node_clients(client: &Client) -> Result<HashMap<String, String>, Fe
     for n in list {
         let name = n.metadata.name.clone().unwrap_or_default();
         for a in n.status.and_then(|s| s.addresses).unwrap_or_default() {
-            if let Ok(ip) = a.address.parse::<std::net::IpAddr>() {
-                let bits = if ip.is_ipv4() { 32 } else { 128 };
-                out.insert(format!("{ip}/{bits}"), name.clone());
+            if let Some(block) = address_block(&a.address) {
+                out.insert(block, name.clone());
             }
         }
     }
@@ -115,14 +114,21 @@ pub async fn node_cidrs(client: &Client, node: &str) -> Result<Vec<String>, Fenc
         if a.type_ != "InternalIP" && a.type_ != "ExternalIP" {
             continue;
         }
-        if let Ok(ip) = a.address.parse::<std::net::IpAddr>() {
-            let bits = if ip.is_ipv4() { 32 } else { 128 };
-            cidrs.push(format!("{ip}/{bits}"));
+        if let Some(block) = address_block(&a.address) {
+            cidrs.push(block);
         }
     }
     cidrs.sort();
     cidrs.dedup();
     Ok(cidrs)
+}
+
+/// A node address as the single-address block a fence names (`172.18.0.2/32`); `None` for
+/// what is not an IP address.
+fn address_block(address: &str) -> Option<String> {
+    let ip = address.parse::<std::net::IpAddr>().ok()?;
+    let bits = if ip.is_ipv4() { 32 } else { 128 };
+    Some(format!("{ip}/{bits}"))
 }
 
 /// The name of the run's fence of `node`: the run's namespace (unique per run) and the node,
@@ -216,7 +222,7 @@ pub async fn await_result(client: &Client, name: &str) -> Result<(), FenceError>
 
 /// Deletes the fence and waits until it is gone (the controller unfences the node, then lets
 /// the object go). `Ok(false)`: there was none.
-pub async fn delete_and_await_gone(client: &Client, name: &str) -> Result<bool, FenceError> {
+async fn delete_and_await_gone(client: &Client, name: &str) -> Result<bool, FenceError> {
     let api = fences(client);
     match api.delete(name, &DeleteParams::default()).await {
         Ok(_) => {}
@@ -263,6 +269,26 @@ pub async fn kubelet_pods_of(client: &Client, node: &str, ns: &str) -> Result<us
                 .count()
         })
         .unwrap_or(0))
+}
+
+/// Lifts the fence `name` of `node` (deletes it and waits until it is gone: its finalizer
+/// unfences first): the `unfenced` event to record, saying `why`, or `None` when there was no
+/// such fence.
+pub async fn lift(
+    client: &Client,
+    name: &str,
+    node: &str,
+    why: &str,
+) -> Result<Option<crate::timeline::EventKind>, FenceError> {
+    Ok(delete_and_await_gone(client, name).await?.then(|| {
+        crate::timeline::EventKind::NetworkFence {
+            name: name.to_string(),
+            node: node.to_string(),
+            cidrs: Vec::new(),
+            state: crate::timeline::FenceState::Unfenced,
+            message: Some(why.to_string()),
+        }
+    }))
 }
 
 #[cfg(test)]

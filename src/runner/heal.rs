@@ -230,18 +230,14 @@ impl Healer {
                         _ => tokio::time::sleep(Duration::from_millis(500)).await,
                     }
                 }
-                match remediation::fence::delete_and_await_gone(&self.client, name).await {
-                    Ok(true) => {
-                        note(EventKind::NetworkFence {
-                            name: name.clone(),
-                            node: node.clone(),
-                            cidrs: Vec::new(),
-                            state: crate::timeline::FenceState::Unfenced,
-                            message: Some("deleted; its finalizer unfenced the node".into()),
-                        });
+                let why = "deleted; its finalizer unfenced the node";
+                match remediation::fence::lift(&self.client, name, node, why).await {
+                    Ok(unfenced) => {
+                        if let Some(e) = unfenced {
+                            note(e);
+                        }
                         Ok(())
                     }
-                    Ok(false) => Ok(()),
                     Err(e) => Err(HealFailure::FenceKept {
                         name: name.clone(),
                         why: e.to_string(),

@@ -1151,15 +1151,10 @@ impl Steps {
                     crate::units::fmt_duration(lift)
                 ),
             });
-            match crate::remediation::fence::delete_and_await_gone(&client, &name).await {
-                Ok(true) => recorder.record(EventKind::NetworkFence {
-                    name,
-                    node: node.clone(),
-                    cidrs: Vec::new(),
-                    state: crate::timeline::FenceState::Unfenced,
-                    message: Some("lifted early (liftAfter)".into()),
-                }),
-                Ok(false) => recorder.record(EventKind::Note {
+            let why = "lifted early (liftAfter)";
+            match crate::remediation::fence::lift(&client, &name, &node, why).await {
+                Ok(Some(unfenced)) => recorder.record(unfenced),
+                Ok(None) => recorder.record(EventKind::Note {
                     message: format!("liftAfter: no NetworkFence {name} to lift"),
                 }),
                 Err(e) => recorder.record(EventKind::Note {

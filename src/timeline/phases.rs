@@ -334,11 +334,6 @@ pub struct Timeline {
     /// The field manager that put the out-of-service taint on the target node (first seen),
     /// when the API names it.
     pub out_of_service_by: Option<String>,
-    /// Wall clock (RFC 3339) when the storage fence of the target node was seen Succeeded
-    /// (`fence-succeeded`), and when it was seen gone again (`unfenced`): the window in which the
-    /// storage must refuse every write of the node.
-    pub fenced_wall: Option<String>,
-    pub unfenced_wall: Option<String>,
     /// kube-controller-manager's forced-detach and PodGC counters before the fault and after
     /// recovery (the `controller-counters` events), when they could be read.
     pub counters_before: Option<BTreeMap<String, u64>>,
@@ -674,10 +669,7 @@ impl Tracker {
                 state: super::FenceState::Unfenced,
                 node,
                 ..
-            } if self.tl.target_node.as_deref() == Some(node.as_str()) => {
-                self.tl.unfenced_wall.get_or_insert_with(|| e.wall.clone());
-                hit.push(Phase::Unfenced)
-            }
+            } if self.tl.target_node.as_deref() == Some(node.as_str()) => hit.push(Phase::Unfenced),
             // The fence's evidence, like its lifting, counts after the failover window too: a
             // frozen node's writer resumes into the fence when it thaws, after the failover.
             EventKind::KubeEvent { object, reason, .. }
@@ -811,10 +803,7 @@ impl Tracker {
                     self.fence_object = Some(format!("NetworkFence/{name}"));
                     hit.push(Phase::FenceRequested)
                 }
-                super::FenceState::Succeeded => {
-                    self.tl.fenced_wall.get_or_insert_with(|| e.wall.clone());
-                    hit.push(Phase::FenceSucceeded)
-                }
+                super::FenceState::Succeeded => hit.push(Phase::FenceSucceeded),
                 super::FenceState::Failed | super::FenceState::Unfenced => {}
             },
             EventKind::PodDeleted { uid, .. } if is_old(uid) => hit.push(Phase::OldPodDeleted),
