@@ -122,6 +122,91 @@ pub fn usage(
     }
 }
 
+/// The control plane's processes, as their `comm` begins.
+pub const CONTROL_PLANE: [&str; 4] = [
+    "kube-apiserver",
+    "etcd",
+    "kube-controller",
+    "kube-scheduler",
+];
+
+/// What the control plane (its processes in one container), a helper process (kwok) and
+/// nodedown itself use over a stretch of a run: CPU from two readings, memory at its peak
+/// (the control plane sampled every 2 s meanwhile, the others by their own high-water mark).
+pub struct CostMeter {
+    container: Option<String>,
+    helper: Option<(&'static str, u32)>,
+    before_cp: BTreeMap<String, ProcUse>,
+    before_helper: ProcUse,
+    before_self: ProcUse,
+    peak: BTreeMap<String, u64>,
+    last_sample: std::time::Instant,
+    stretch: std::time::Instant,
+}
+
+impl CostMeter {
+    /// Starts the stretch (`container`: the control plane's container id, if known).
+    pub fn start(container: Option<String>, helper: Option<(&'static str, u32)>) -> CostMeter {
+        let mut m = CostMeter {
+            container,
+            helper,
+            before_cp: BTreeMap::new(),
+            before_helper: helper.and_then(|(_, pid)| of_pid(pid)).unwrap_or_default(),
+            before_self: own().0,
+            peak: BTreeMap::new(),
+            last_sample: std::time::Instant::now(),
+            stretch: std::time::Instant::now(),
+        };
+        m.before_cp = m.control_plane();
+        m
+    }
+
+    fn control_plane(&self) -> BTreeMap<String, ProcUse> {
+        self.container
+            .as_deref()
+            .map(|c| in_container(c, &CONTROL_PLANE))
+            .unwrap_or_default()
+    }
+
+    /// Samples the control plane's memory when the last sample is 2 s old.
+    pub fn sample(&mut self) {
+        if self.last_sample.elapsed() < std::time::Duration::from_secs(2) {
+            return;
+        }
+        for (k, u) in self.control_plane() {
+            let p = self.peak.entry(k).or_default();
+            *p = (*p).max(u.rss_kib);
+        }
+        self.last_sample = std::time::Instant::now();
+    }
+
+    /// Each process's use over the stretch: the control plane's, the helper's, nodedown's.
+    pub fn finish(self) -> Vec<Usage> {
+        let seconds = self.stretch.elapsed().as_secs_f64();
+        let (after_self, self_hwm) = own();
+        let mut cost: Vec<Usage> = self
+            .control_plane()
+            .iter()
+            .map(|(k, a)| {
+                let b = self.before_cp.get(k).copied().unwrap_or_default();
+                usage(k, b, *a, self.peak.get(k).copied().unwrap_or(0), seconds)
+            })
+            .collect();
+        if let Some((name, pid)) = self.helper {
+            let after = of_pid(pid).unwrap_or_default();
+            cost.push(usage(name, self.before_helper, after, 0, seconds));
+        }
+        cost.push(usage(
+            "nodedown",
+            self.before_self,
+            after_self,
+            self_hwm,
+            seconds,
+        ));
+        cost
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 
 use super::{
     add_out_of_service_taint, delete_node, delete_volume_attachments, force_delete_pod, get_node,
-    RemediationError, OUT_OF_SERVICE_KEY, OUT_OF_SERVICE_VALUE,
+    RemediationError, OUT_OF_SERVICE_KEY,
 };
 use crate::faults::{self, NodeControl};
 use crate::journal::{Journal, Undo};
@@ -139,7 +139,7 @@ pub async fn apply(
                 key: OUT_OF_SERVICE_KEY.into(),
             })?;
             add_out_of_service_taint(&nodes, node).await?;
-            format!("{OUT_OF_SERVICE_KEY}={OUT_OF_SERVICE_VALUE}:NoExecute")
+            super::out_of_service_detail()
         }
         RemediationSpec::ForceDeletePod { .. } => force_delete().await?,
         RemediationSpec::DeleteNode { .. } => {

@@ -104,6 +104,11 @@ pub async fn add_out_of_service_taint(
     .await
 }
 
+/// What the out-of-service taint is, as `remediation-applied` says it.
+pub fn out_of_service_detail() -> String {
+    format!("{OUT_OF_SERVICE_KEY}={OUT_OF_SERVICE_VALUE}:NoExecute")
+}
+
 /// Appends the out-of-service taint in one write, with no read first: a JSON patch that the API
 /// server applies to its latest Node (retrying its own conflicts), so a node lifecycle
 /// controller writing the same Node at that moment costs no extra round trip — the reaction of

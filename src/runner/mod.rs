@@ -7,6 +7,7 @@
 
 mod env;
 pub mod heal;
+mod lifecycle;
 mod progress;
 pub mod simulated;
 
@@ -40,11 +41,9 @@ use tokio::time::Instant;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        source: std::io::Error,
-    },
+    /// The run's directory could not be made or written.
+    #[error(transparent)]
+    Open(StepError),
     #[error(transparent)]
     Store(#[from] store::StoreError),
     #[error("{0}; the cluster was healed from the journal")]
@@ -102,11 +101,6 @@ impl From<crate::remediation::RemediationError> for StepError {
 pub(crate) fn api_err(what: impl Into<String>) -> impl FnOnce(kube::Error) -> StepError {
     let what = what.into();
     move |source| StepError::Api { what, source }
-}
-
-fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> RunnerError {
-    let context = context.into();
-    move |source| RunnerError::Io { context, source }
 }
 
 /// How long a self-healing fault outlives the recovery window.
@@ -312,22 +306,8 @@ pub async fn run_one(
     lane: Option<&Lane>,
     interrupt: &Interrupt,
 ) -> Result<Vec<Event>, RunnerError> {
-    std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
-    let run_json = serde_json::to_string_pretty(run).expect("run serializes");
-    std::fs::write(dir.join(store::RUN_FILE), run_json + "\n")
-        .map_err(io_err("writing run.json"))?;
-    let recorder = Arc::new(
-        Recorder::create(&dir.join(store::EVENTS_FILE)).map_err(io_err("creating events.jsonl"))?,
-    );
-    let journal = Arc::new(
-        Journal::open(&dir.join(store::JOURNAL_FILE)).map_err(io_err("creating journal.jsonl"))?,
-    );
-    recorder.record(EventKind::RunStarted {
-        run: run.id.clone(),
-        experiment: run.experiment.clone(),
-        variant: run.variant.clone(),
-        repetition: run.repetition,
-    });
+    let files = lifecycle::open(dir, run).map_err(RunnerError::Open)?;
+    let (recorder, journal) = (files.recorder.clone(), files.journal.clone());
 
     let steps = Steps {
         client: env.client.clone(),
@@ -361,13 +341,7 @@ pub async fn run_one(
         }
     };
     // Heal whatever is pending, whatever happened; the watchers keep recording meanwhile.
-    recorder.record(EventKind::Stage {
-        stage: crate::timeline::Stage::Heal,
-    });
-    progress.step("healing: nodes back, taints removed, run objects deleted");
-    let (_, heal_errors) = healer(env, run.timeouts.heal)
-        .heal_all(&journal, Some(&recorder))
-        .await;
+    let heal_errors = lifecycle::heal(env, run, &files, progress).await;
     for task in background
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -375,23 +349,12 @@ pub async fn run_one(
     {
         task.abort();
     }
-    let mut error = match &outcome {
+    let error = match &outcome {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
         Err(stop) => Some(stop.to_string()),
     };
-    if !heal_errors.is_empty() {
-        let text = heal_errors
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("; ");
-        error = Some(match error {
-            Some(e) => format!("{e}; healing failed: {text}"),
-            None => format!("healing failed: {text}"),
-        });
-    }
-    recorder.record(EventKind::RunFinished { error });
+    lifecycle::finish(&files, error, &heal_errors);
     if let Err(signal) = outcome {
         return Err(RunnerError::Interrupted(signal));
     }
@@ -984,69 +947,32 @@ impl Steps {
             kind.as_str(),
             steady.nodes.join(", ")
         ));
-        let mut undo_ids = Vec::new();
-        for fault in &faults {
-            undo_ids.push(
-                self.journal
-                    .record(Undo::HealFault {
-                        backend: control.backend(),
-                        fault: kind,
-                        node: fault.node.clone(),
-                    })
-                    .map_err(StepError::Journal)?,
-            );
-            self.recorder.record(EventKind::FaultInjecting {
-                fault: kind,
-                node: fault.node.clone(),
-            });
-        }
-        let applied =
-            futures::future::join_all(faults.iter().map(|fault| control.apply(fault))).await;
-        let returned_ms = self.recorder.elapsed_ms();
-        let mut effects = Vec::new();
-        let mut failed = Vec::new();
-        for ((fault, effect), undo_id) in faults.iter().zip(applied).zip(undo_ids) {
-            match effect {
-                Ok(effect) => effects.push((fault.node.clone(), effect.at, effect.basis, undo_id)),
-                Err(e) => failed.push(format!("{}: {e}", fault.node)),
-            }
-        }
-        // Time zero first: the earliest effect is recorded first.
-        effects.sort_by_key(|(_, at, _, _)| *at);
-        for (node, at, basis, _) in &effects {
-            self.recorder.record_at(
-                EventKind::FaultInjected {
-                    fault: kind,
-                    node: node.clone(),
-                    basis: *basis,
-                    backend: Some(control.backend()),
-                    returned_ms: Some(returned_ms),
-                },
-                Some(*at),
-            );
-        }
-        if !failed.is_empty() {
-            return Err(StepError::Inject {
-                fault: kind.as_str(),
-                failures: failed.join("; "),
-            });
-        }
+        let effects = lifecycle::apply_fault(
+            control.as_ref(),
+            &faults,
+            vec![],
+            &self.journal,
+            &self.recorder,
+        )
+        .await?;
         // A freeze with a duration thaws mid-run, through the backend that froze it.
         let ends = match self.run.fault.duration {
             None => tokio::task::JoinSet::new(),
             Some(d) => effects
                 .iter()
-                .map(|(node, at, _, undo_id)| {
-                    let undo_id = *undo_id;
+                .map(|applied| {
+                    let undo_id = applied.undo;
                     let (control, node, journal, recorder) = (
                         control.clone(),
-                        node.clone(),
+                        applied.node.clone(),
                         self.journal.clone(),
                         self.recorder.clone(),
                     );
                     let at = Instant::now()
                         + d.saturating_sub(
-                            SystemTime::now().duration_since(*at).unwrap_or_default(),
+                            SystemTime::now()
+                                .duration_since(applied.effect.at)
+                                .unwrap_or_default(),
                         );
                     async move {
                         tokio::time::sleep_until(at).await;

@@ -8,20 +8,20 @@ pub use place::instance_statefulset;
 use place::{place, Placement};
 
 use crate::cluster::kwok;
-use crate::faults::{KwokNodeControl, NodeControl, NodeFault};
+use crate::faults::{KwokNodeControl, NodeFault};
 use crate::journal::{Journal, Undo};
 use crate::observe::procs;
 use crate::observe::{Recorder, Scope};
 use crate::plan::PlannedRun;
 use crate::remediation;
 use crate::report::simulated::{SimulatedEnvironment, SimulatedResult};
+use crate::runner::lifecycle::{self, RunFiles};
 use crate::runner::StepError;
 use crate::spec::{FaultKind, RemediationSpec};
 use crate::timeline::scale::{ScaleFold, ScaleObservations};
 use crate::timeline::{Event, EventKind, Stage};
 use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -64,9 +64,9 @@ pub struct SimulatedInvocation {
 struct RunTasks {
     watches: Vec<tokio::task::JoinHandle<()>>,
     taints: tokio::task::JoinSet<Result<(), StepError>>,
-    /// The run's events (`events.jsonl`), once its directory exists: the invocation records
-    /// the heal and the end of the run in it too.
-    recorder: Option<Arc<Recorder>>,
+    /// The run's directory once it exists: the invocation heals from its journal and records
+    /// the end of the run in its events.
+    files: Option<Arc<RunFiles>>,
 }
 
 impl RunTasks {
@@ -222,48 +222,22 @@ async fn run_healed(
         r = run_one(run, ctx, &mut tasks) => r.map_err(|e| e.to_string()),
         stop = interrupt.wait() => Err(format!("interrupted: {stop}")),
     };
-    // Nothing of the run's may act after this point: then heal what the journal says.
+    // Nothing of the run's may act after this point: then heal what the journal says. A run
+    // that could not go on keeps what it observed until then (its events), and says why.
     tasks.stop().await;
-    if let Some(r) = &tasks.recorder {
-        r.record(EventKind::Stage { stage: Stage::Heal });
-    }
-    let mut heal_errors = Vec::new();
-    let journal_path = ctx.out.join(crate::store::JOURNAL_FILE);
-    if journal_path.exists() {
-        ctx.progress
-            .step("healing: nodes back, taints removed, run objects deleted");
-        match Journal::open(&journal_path) {
-            Ok(j) => {
-                let healer = crate::runner::healer(env, run.timeouts.heal);
-                let (_, errors) = healer.heal_all(&j, None).await;
-                heal_errors.extend(errors.iter().map(|e| e.to_string()));
-            }
-            Err(e) => heal_errors.push(format!("{}: {e}", journal_path.display())),
-        }
-    }
-    // A run that could not go on keeps what it observed until then (its events), and says
-    // why; a failed heal means the run did not complete, its figures stand.
-    let (partial, mut error) = match outcome {
+    let (partial, error) = match outcome {
         Ok(mut p) => {
             let e = p.error.take();
             (p, e)
         }
         Err(e) => (Partial::default(), Some(e)),
     };
-    if !heal_errors.is_empty() {
-        let healing = format!("healing failed: {}", heal_errors.join("; "));
-        error = Some(match error {
-            Some(e) => format!("{e}; {healing}"),
-            None => healing,
-        });
-    }
-    let events = tasks.recorder.as_ref().map(|r| {
-        r.record(EventKind::RunFinished {
-            error: error.clone(),
-        });
-        r.since(0)
-    });
-    ctx.finish(run, events.as_deref(), partial, error)
+    let Some(files) = tasks.files.take() else {
+        return ctx.finish(run, None, partial, error);
+    };
+    let heal_errors = lifecycle::heal(env, run, &files, &ctx.progress).await;
+    let error = lifecycle::finish(&files, error, &heal_errors);
+    ctx.finish(run, Some(&files.recorder.since(0)), partial, error)
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StepError + '_ {
@@ -378,16 +352,21 @@ async fn run_one(
     tasks: &mut RunTasks,
 ) -> Result<Partial, StepError> {
     let say = |m: String| ctx.progress.step(&m);
-    let (journal, recorder) = open_run(run, ctx, tasks)?;
-    let placed = place(run, ctx, &journal, &recorder, &say).await?;
-    let (mut fold, folded) = watch(ctx, &placed, &recorder, tasks).await?;
-    let mut meter = CostMeter::start(ctx);
+    let files = Arc::new(lifecycle::open(&ctx.out, run)?);
+    tasks.files = Some(files.clone());
+    let (journal, recorder) = (&files.journal, &files.recorder);
+    recorder.record(EventKind::Stage {
+        stage: Stage::Setup,
+    });
+    let placed = place(run, ctx, journal, recorder, &say).await?;
+    let (mut fold, folded) = watch(ctx, &placed, recorder, tasks).await?;
+    let mut meter = procs::CostMeter::start(ctx.container.clone(), ctx.kwok_pid.map(|p| ("kwok", p)));
     recorder.record(EventKind::Stage {
         stage: Stage::Fault,
     });
-    inject(run, ctx, &placed.lost, &journal, &recorder, &say).await?;
+    inject(run, ctx, &placed.lost, journal, recorder, &say).await?;
     recover(
-        run, ctx, &recorder, &mut fold, folded, tasks, &mut meter, &say,
+        run, ctx, recorder, &mut fold, folded, tasks, &mut meter, &say,
     )
     .await;
     if !fold.all_back() {
@@ -395,7 +374,7 @@ async fn run_one(
             after_ms: run.timeouts.recovery.as_millis() as u64,
         });
     }
-    let cost = meter.finish(ctx);
+    let cost = meter.finish();
     let mut harness_errors = Vec::new();
     while let Some(t) = tasks.taints.join_next().await {
         match t {
@@ -417,37 +396,6 @@ async fn run_one(
         cost,
         error: (!harness_errors.is_empty()).then(|| harness_errors.join("; ")),
     })
-}
-
-/// The run's directory: its planned run (`run.json`), its events (the recorder, also handed to
-/// the invocation for the heal) and its journal.
-fn open_run(
-    run: &PlannedRun,
-    ctx: &RunContext,
-    tasks: &mut RunTasks,
-) -> Result<(Journal, Arc<Recorder>), StepError> {
-    std::fs::create_dir_all(&ctx.out).map_err(io(&ctx.out))?;
-    let run_json = ctx.out.join(crate::store::RUN_FILE);
-    std::fs::write(
-        &run_json,
-        serde_json::to_string_pretty(run).expect("a planned run serializes"),
-    )
-    .map_err(io(&run_json))?;
-    let events_path = ctx.out.join(crate::store::EVENTS_FILE);
-    let recorder = Arc::new(Recorder::create(&events_path).map_err(io(&events_path))?);
-    tasks.recorder = Some(recorder.clone());
-    recorder.record(EventKind::RunStarted {
-        run: run.id.clone(),
-        experiment: run.experiment.clone(),
-        variant: run.variant.clone(),
-        repetition: run.repetition,
-    });
-    recorder.record(EventKind::Stage {
-        stage: Stage::Setup,
-    });
-    let journal_path = ctx.out.join(crate::store::JOURNAL_FILE);
-    let journal = Journal::open(&journal_path).map_err(io(&journal_path))?;
-    Ok((journal, recorder))
 }
 
 /// Starts the run's watches (recording into its events from before the fault) and waits until
@@ -523,70 +471,30 @@ async fn inject(
     // taint never applied is removed as a no-op): the reaction to a node seen NotReady is then
     // the write alone, with no journal sync in its path.
     let tainting = matches!(run.remediation, RemediationSpec::OutOfServiceTaint { .. });
-    let mut undos: Vec<Undo> = lost
+    let also: Vec<Undo> = lost
         .iter()
-        .map(|node| Undo::HealFault {
-            backend: crate::vocab::Backend::Kwok,
-            fault: FaultKind::NodeShutdown,
-            node: node.clone(),
-        })
-        .collect();
-    if tainting {
-        undos.extend(lost.iter().map(|node| Undo::RemoveTaint {
+        .filter(|_| tainting)
+        .map(|node| Undo::RemoveTaint {
             node: node.clone(),
             key: remediation::OUT_OF_SERVICE_KEY.into(),
-        }));
-    }
-    journal.record_all(undos).map_err(StepError::Journal)?;
-    for node in lost {
-        recorder.record(EventKind::FaultInjecting {
-            fault: FaultKind::NodeShutdown,
-            node: node.clone(),
-        });
-    }
+        })
+        .collect();
     say(format!(
         "inject: node-shutdown (kwok) on {} node(s)",
         lost.len()
     ));
-    let applied = futures::future::join_all(lost.iter().map(|node| {
-        let control = control.clone();
-        async move {
-            control
-                .apply(&NodeFault {
-                    kind: FaultKind::NodeShutdown,
-                    node: node.clone(),
-                    peers: vec![],
-                    lease: None,
-                    graceful: false,
-                    pod: None,
-                })
-                .await
-        }
-    }))
-    .await;
-    let returned_ms = recorder.elapsed_ms();
-    let mut effects = Vec::new();
-    for (node, a) in lost.iter().zip(applied) {
-        let effect = a.map_err(|e| StepError::Inject {
-            fault: FaultKind::NodeShutdown.as_str(),
-            failures: format!("{node}: {e}"),
-        })?;
-        effects.push((node, effect));
-    }
-    // Time zero first: the earliest effect is recorded first.
-    effects.sort_by_key(|(_, e)| e.at);
-    for (node, effect) in effects {
-        recorder.record_at(
-            EventKind::FaultInjected {
-                fault: FaultKind::NodeShutdown,
-                node: node.clone(),
-                basis: effect.basis,
-                backend: Some(control.backend()),
-                returned_ms: Some(returned_ms),
-            },
-            Some(effect.at),
-        );
-    }
+    let faults: Vec<NodeFault> = lost
+        .iter()
+        .map(|node| NodeFault {
+            kind: FaultKind::NodeShutdown,
+            node: node.clone(),
+            peers: vec![],
+            lease: None,
+            graceful: false,
+            pod: None,
+        })
+        .collect();
+    lifecycle::apply_fault(&control, &faults, also, journal, recorder).await?;
     Ok(())
 }
 
@@ -601,7 +509,7 @@ async fn recover(
     fold: &mut ScaleFold,
     mut folded: usize,
     tasks: &mut RunTasks,
-    meter: &mut CostMeter,
+    meter: &mut procs::CostMeter,
     say: &impl Fn(String),
 ) {
     let client = &ctx.client;
@@ -634,11 +542,7 @@ async fn recover(
                     recorder.record(EventKind::RemediationApplied {
                         remediation: name,
                         node: node.clone(),
-                        detail: format!(
-                            "{}={}:NoExecute",
-                            remediation::OUT_OF_SERVICE_KEY,
-                            remediation::OUT_OF_SERVICE_VALUE
-                        ),
+                        detail: remediation::out_of_service_detail(),
                     });
                     Ok(())
                 });
@@ -647,91 +551,10 @@ async fn recover(
         if fold.all_back() || Instant::now() >= deadline {
             break;
         }
-        meter.sample(ctx);
+        meter.sample();
         tokio::select! {
             _ = changed => {}
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
         }
-    }
-}
-
-/// What the control plane, kwok and nodedown use from the fault to the end of the recovery.
-struct CostMeter {
-    before_cp: std::collections::BTreeMap<String, procs::ProcUse>,
-    before_kwok: procs::ProcUse,
-    before_self: procs::ProcUse,
-    /// Peak RSS (KiB) of each control-plane process, sampled every 2 s.
-    peak: HashMap<String, u64>,
-    last_sample: Instant,
-    stretch: Instant,
-}
-
-/// The control plane's processes, as their `comm` begins.
-const CONTROL_PLANE: [&str; 4] = [
-    "kube-apiserver",
-    "etcd",
-    "kube-controller",
-    "kube-scheduler",
-];
-
-fn control_plane(ctx: &RunContext) -> std::collections::BTreeMap<String, procs::ProcUse> {
-    ctx.container
-        .as_deref()
-        .map(|c| procs::in_container(c, &CONTROL_PLANE))
-        .unwrap_or_default()
-}
-
-impl CostMeter {
-    fn start(ctx: &RunContext) -> CostMeter {
-        CostMeter {
-            before_cp: control_plane(ctx),
-            before_kwok: ctx.kwok_pid.and_then(procs::of_pid).unwrap_or_default(),
-            before_self: procs::own().0,
-            peak: HashMap::new(),
-            last_sample: Instant::now(),
-            stretch: Instant::now(),
-        }
-    }
-
-    /// Samples the control plane's memory when the last sample is 2 s old.
-    fn sample(&mut self, ctx: &RunContext) {
-        if self.last_sample.elapsed() < Duration::from_secs(2) {
-            return;
-        }
-        for (k, u) in control_plane(ctx) {
-            let p = self.peak.entry(k).or_default();
-            *p = (*p).max(u.rss_kib);
-        }
-        self.last_sample = Instant::now();
-    }
-
-    fn finish(self, ctx: &RunContext) -> Vec<procs::Usage> {
-        let seconds = self.stretch.elapsed().as_secs_f64();
-        let after_kwok = ctx.kwok_pid.and_then(procs::of_pid).unwrap_or_default();
-        let (after_self, self_hwm) = procs::own();
-        let mut cost: Vec<procs::Usage> = control_plane(ctx)
-            .iter()
-            .map(|(k, a)| {
-                let b = self.before_cp.get(k).copied().unwrap_or_default();
-                procs::usage(k, b, *a, self.peak.get(k).copied().unwrap_or(0), seconds)
-            })
-            .collect();
-        if ctx.kwok_pid.is_some() {
-            cost.push(procs::usage(
-                "kwok",
-                self.before_kwok,
-                after_kwok,
-                0,
-                seconds,
-            ));
-        }
-        cost.push(procs::usage(
-            "nodedown",
-            self.before_self,
-            after_self,
-            self_hwm,
-            seconds,
-        ));
-        cost
     }
 }
