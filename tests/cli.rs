@@ -737,6 +737,44 @@ fn flags_that_do_not_apply_to_simulated_runs_are_refused_by_name() {
     }
 }
 
+/// `--dry-run` of a simulated experiment prints its plan — the simulated cluster it would
+/// make, each run's nodes, placement, fault, remediation and waits — and touches nothing (the
+/// cluster named here does not exist).
+#[test]
+fn a_simulated_dry_run_prints_each_runs_plan() {
+    let out = nodedown()
+        .args([
+            "run",
+            "experiments/scale-simulated.yaml",
+            "--only",
+            "lost-20-x20-taint,lost-1-x20-none",
+            "--cluster-name",
+            "never-made",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("would use the simulated cluster never-made"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("2 run(s); nothing was touched"), "{stdout}");
+    let taint = &stdout[stdout.find("lost-20-x20-taint/1").expect(&stdout)..];
+    assert!(taint.contains("200 simulated (kwok) nodes"), "{taint}");
+    assert!(taint.contains("400 instances"), "{taint}");
+    assert!(taint.contains("node-shutdown on 20 node(s) at once"), "{taint}");
+    assert!(
+        taint.contains("out-of-service taint on each lost node the moment it is seen NotReady"),
+        "{taint}"
+    );
+    let none = &stdout[stdout.find("lost-1-x20-none/1").expect(&stdout)..];
+    assert!(none.contains("remediate: nothing"), "{none}");
+    assert!(none.contains("(at most 1m30s)"), "{none}");
+}
+
 /// `nodedown report DIR --format json | head -c 1`: the reader goes away after one byte of a
 /// 130 KB report; nodedown ends quietly (SIGPIPE, as kubectl or grep do), not with a panic
 /// (exit 101). The same for `validate` of every experiment.

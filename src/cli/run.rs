@@ -1210,6 +1210,10 @@ fn dry_run_text(
             .unwrap_or_else(|e| format!("(unresolved: {e})"));
         let _ = writeln!(s, "dry run: would use the existing cluster of context {ctx} (needs --allow-context {ctx})");
     } else {
+        let provider = opts
+            .provider
+            .or_else(|| experiments.first().map(|(_, e)| e.cluster.provider))
+            .unwrap_or_default();
         let name = opts
             .cluster_name
             .clone()
@@ -1218,16 +1222,19 @@ fn dry_run_text(
                     .first()
                     .and_then(|(_, e)| e.cluster.name.clone())
             })
-            .unwrap_or_else(|| "nodedown".into());
-        let provider = opts
-            .provider
-            .or_else(|| experiments.first().map(|(_, e)| e.cluster.provider))
-            .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "dry run: would use {} cluster {name} (created if missing)",
-            provider.as_str()
-        );
+            .unwrap_or_else(|| crate::runner::default_cluster_name(provider).into());
+        if provider == crate::spec::Provider::Kwok {
+            let _ = writeln!(
+                s,
+                "dry run: would use the simulated cluster {name} (a kind control plane, created if missing; kwok started for the invocation runs its nodes)"
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "dry run: would use {} cluster {name} (created if missing)",
+                provider.as_str()
+            );
+        }
         let own_config = experiments
             .first()
             .is_some_and(|(_, e)| e.cluster.provider == provider && e.cluster.config.is_some());
@@ -1426,7 +1433,6 @@ fn refused_for_simulated(args: &RunArgs) -> Vec<(&'static str, &'static str)> {
     refuse(args.provider.is_some(), "--provider", OWN);
     refuse(args.context.is_some(), "--context", OWN);
     refuse(args.allow_context.is_some(), "--allow-context", OWN);
-    refuse(args.dry_run, "--dry-run", OWN);
     refuse(args.force, "--force", OWN);
     refuse(args.k3d_config.is_some(), "--k3d-config", OWN);
     refuse(args.test_nodes, "--test-nodes", NODES);

@@ -111,10 +111,51 @@ pub fn expand(exp: &Experiment, file: &std::path::Path, opts: &PlanOptions) -> V
     runs
 }
 
+/// What a simulated run (`provider: kwok`) would do, in order, for `--dry-run`.
+fn simulated_actions(run: &PlannedRun) -> Vec<String> {
+    use crate::units::fmt_duration;
+    let nodes = run
+        .cluster
+        .simulated_nodes
+        .unwrap_or(crate::spec::simulated::DEFAULT_SIMULATED_NODES);
+    let lost = if run.fault.target.nodes.is_empty() {
+        format!("{} node(s)", run.fault.target.count.unwrap_or(1))
+    } else {
+        run.fault.target.nodes.join(", ")
+    };
+    let w = &run.workload;
+    let mut out = vec![
+        format!("nodes: {nodes} simulated (kwok) nodes, made if missing, Ready (kwok renews their Leases)"),
+        format!("create: namespace nd-{}-{}-{}-<random>, {} instances (a StatefulSet of 1 pod, a {} {} claim and a PersistentVolume of {} each), placed on the {lost} to be lost (the other simulated nodes tainted NoSchedule meanwhile)", run.experiment, run.variant, run.repetition, w.instances, w.size, w.access_mode.as_str(), w.storage_class),
+        format!("wait: every instance's pod Running with its volume attached (at most {})", fmt_duration(run.timeouts.steady_state)),
+        format!("inject: node-shutdown on {lost} at once: kwok stops their heartbeats (each heal journaled first)"),
+    ];
+    match &run.remediation {
+        crate::spec::RemediationSpec::OutOfServiceTaint { after, .. } => out.push(format!(
+            "remediate: out-of-service taint on each lost node {} it is seen NotReady",
+            if after.is_zero() {
+                "the moment".to_string()
+            } else {
+                format!("{} after", fmt_duration(*after))
+            }
+        )),
+        _ => out.push("remediate: nothing (the control plane alone)".into()),
+    }
+    out.push(format!(
+        "recover: wait for every instance's replacement Running with its volume attached (at most {})",
+        fmt_duration(run.timeouts.recovery)
+    ));
+    out.push("heal: heartbeats back, taints removed, the namespace and its volumes deleted".into());
+    out
+}
+
 /// Every action a run would take, in order, for `--dry-run` (pure: nothing is looked up; the
 /// target node is known only when the run starts).
 pub fn actions(run: &PlannedRun) -> Vec<String> {
     use crate::spec::{FaultKind, RemediationSpec, WorkloadKind};
+    if run.cluster.provider == crate::spec::Provider::Kwok {
+        return simulated_actions(run);
+    }
     use crate::units::fmt_duration;
     let w = &run.workload;
     let app = match w.kind {

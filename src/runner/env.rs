@@ -264,10 +264,7 @@ impl Env {
             .cluster_name
             .clone()
             .or(spec.name.clone())
-            .unwrap_or_else(|| match provider {
-                Provider::Kwok => "nodedown-sim".into(),
-                _ => "nodedown".into(),
-            });
+            .unwrap_or_else(|| default_cluster_name(provider).into());
         // The experiment's own config file is the provider's only when `--provider` did not
         // switch to another one.
         let mut spec_config = (provider == spec.provider)
@@ -491,6 +488,15 @@ async fn load_into_nodes(
             .await?;
     }
     Ok(())
+}
+
+/// The cluster nodedown makes for `provider` when neither `--cluster-name` nor the experiment
+/// names one.
+pub fn default_cluster_name(provider: Provider) -> &'static str {
+    match provider {
+        Provider::Kwok => "nodedown-sim",
+        _ => "nodedown",
+    }
 }
 
 pub fn default_node_image(cache_dir: &Path) -> String {

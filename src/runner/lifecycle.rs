@@ -130,7 +130,9 @@ pub(crate) async fn heal(
     files: &RunFiles,
     progress: &Progress,
 ) -> Vec<super::heal::HealError> {
-    files.recorder.record(EventKind::Stage { stage: Stage::Heal });
+    files
+        .recorder
+        .record(EventKind::Stage { stage: Stage::Heal });
     progress.step("healing: nodes back, taints removed, run objects deleted");
     super::healer(env, run.timeouts.heal)
         .heal_all(&files.journal, Some(&files.recorder))

@@ -12,9 +12,9 @@ mod progress;
 pub mod simulated;
 
 pub use env::{
-    attach_required, capabilities, capabilities_of, default_node_image, describe_target,
-    driver_facts, facts, guard, resolve_context, targets_existing, ClusterOptions, DriverFacts,
-    Env, Session,
+    attach_required, capabilities, capabilities_of, default_cluster_name, default_node_image,
+    describe_target, driver_facts, facts, guard, resolve_context, targets_existing, ClusterOptions,
+    DriverFacts, Env, Session,
 };
 pub use progress::Progress;
 
