@@ -765,7 +765,10 @@ fn a_simulated_dry_run_prints_each_runs_plan() {
     let taint = &stdout[stdout.find("lost-20-x20-taint/1").expect(&stdout)..];
     assert!(taint.contains("200 simulated (kwok) nodes"), "{taint}");
     assert!(taint.contains("400 instances"), "{taint}");
-    assert!(taint.contains("node-shutdown on 20 node(s) at once"), "{taint}");
+    assert!(
+        taint.contains("node-shutdown on 20 node(s) at once"),
+        "{taint}"
+    );
     assert!(
         taint.contains("out-of-service taint on each lost node the moment it is seen NotReady"),
         "{taint}"

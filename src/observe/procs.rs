@@ -133,63 +133,79 @@ pub const CONTROL_PLANE: [&str; 4] = [
 /// What the control plane (its processes in one container), a helper process (kwok) and
 /// nodedown itself use over a stretch of a run: CPU from two readings, memory at its peak
 /// (the control plane sampled every 2 s meanwhile, the others by their own high-water mark).
+/// The samples are taken on a thread of the meter's own: a scan of /proc takes tens of
+/// milliseconds on a busy machine, and must not delay the run's reactions to what it watches.
 pub struct CostMeter {
     container: Option<String>,
     helper: Option<(&'static str, u32)>,
     before_cp: BTreeMap<String, ProcUse>,
     before_helper: ProcUse,
     before_self: ProcUse,
-    peak: BTreeMap<String, u64>,
-    last_sample: std::time::Instant,
+    sampler: Option<(
+        std::sync::mpsc::Sender<()>,
+        std::thread::JoinHandle<BTreeMap<String, u64>>,
+    )>,
     stretch: std::time::Instant,
+}
+
+/// The control plane's processes in `container`.
+fn control_plane_of(container: Option<&str>) -> BTreeMap<String, ProcUse> {
+    container
+        .map(|c| in_container(c, &CONTROL_PLANE))
+        .unwrap_or_default()
 }
 
 impl CostMeter {
     /// Starts the stretch (`container`: the control plane's container id, if known).
     pub fn start(container: Option<String>, helper: Option<(&'static str, u32)>) -> CostMeter {
-        let mut m = CostMeter {
-            container,
-            helper,
-            before_cp: BTreeMap::new(),
+        let before_cp = control_plane_of(container.as_deref());
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let of = container.clone();
+        let sampler = std::thread::Builder::new()
+            .name("cost-meter".into())
+            .spawn(move || {
+                let mut peak = BTreeMap::<String, u64>::new();
+                // Every 2 s until told to stop (or the meter is dropped).
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(std::time::Duration::from_secs(2))
+                {
+                    for (k, u) in control_plane_of(of.as_deref()) {
+                        let p = peak.entry(k).or_default();
+                        *p = (*p).max(u.rss_kib);
+                    }
+                }
+                peak
+            })
+            .ok()
+            .map(|h| (stop, h));
+        CostMeter {
             before_helper: helper.and_then(|(_, pid)| of_pid(pid)).unwrap_or_default(),
             before_self: own().0,
-            peak: BTreeMap::new(),
-            last_sample: std::time::Instant::now(),
+            container,
+            helper,
+            before_cp,
+            sampler,
             stretch: std::time::Instant::now(),
-        };
-        m.before_cp = m.control_plane();
-        m
-    }
-
-    fn control_plane(&self) -> BTreeMap<String, ProcUse> {
-        self.container
-            .as_deref()
-            .map(|c| in_container(c, &CONTROL_PLANE))
-            .unwrap_or_default()
-    }
-
-    /// Samples the control plane's memory when the last sample is 2 s old.
-    pub fn sample(&mut self) {
-        if self.last_sample.elapsed() < std::time::Duration::from_secs(2) {
-            return;
         }
-        for (k, u) in self.control_plane() {
-            let p = self.peak.entry(k).or_default();
-            *p = (*p).max(u.rss_kib);
-        }
-        self.last_sample = std::time::Instant::now();
     }
 
     /// Each process's use over the stretch: the control plane's, the helper's, nodedown's.
-    pub fn finish(self) -> Vec<Usage> {
+    pub fn finish(mut self) -> Vec<Usage> {
         let seconds = self.stretch.elapsed().as_secs_f64();
+        let peak = self
+            .sampler
+            .take()
+            .and_then(|(stop, h)| {
+                let _ = stop.send(());
+                h.join().ok()
+            })
+            .unwrap_or_default();
         let (after_self, self_hwm) = own();
-        let mut cost: Vec<Usage> = self
-            .control_plane()
+        let mut cost: Vec<Usage> = control_plane_of(self.container.as_deref())
             .iter()
             .map(|(k, a)| {
                 let b = self.before_cp.get(k).copied().unwrap_or_default();
-                usage(k, b, *a, self.peak.get(k).copied().unwrap_or(0), seconds)
+                usage(k, b, *a, peak.get(k).copied().unwrap_or(0), seconds)
             })
             .collect();
         if let Some((name, pid)) = self.helper {

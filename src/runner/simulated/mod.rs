@@ -360,16 +360,13 @@ async fn run_one(
     });
     let placed = place(run, ctx, journal, recorder, &say).await?;
     let (mut fold, folded) = watch(ctx, &placed, recorder, tasks).await?;
-    let mut meter =
+    let meter =
         procs::CostMeter::start(ctx.container.clone(), ctx.kwok_pid.map(|p| ("kwok", p)));
     recorder.record(EventKind::Stage {
         stage: Stage::Fault,
     });
     inject(run, ctx, &placed.lost, journal, recorder, &say).await?;
-    recover(
-        run, ctx, recorder, &mut fold, folded, tasks, &mut meter, &say,
-    )
-    .await;
+    recover(run, ctx, recorder, &mut fold, folded, tasks, &say).await;
     if !fold.all_back() {
         recorder.record(EventKind::RecoveryTimeout {
             after_ms: run.timeouts.recovery.as_millis() as u64,
@@ -510,7 +507,6 @@ async fn recover(
     fold: &mut ScaleFold,
     mut folded: usize,
     tasks: &mut RunTasks,
-    meter: &mut procs::CostMeter,
     say: &impl Fn(String),
 ) {
     let client = &ctx.client;
@@ -552,7 +548,6 @@ async fn recover(
         if fold.all_back() || Instant::now() >= deadline {
             break;
         }
-        meter.sample();
         tokio::select! {
             _ = changed => {}
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
