@@ -141,12 +141,16 @@ pub struct CostMeter {
     before_cp: BTreeMap<String, ProcUse>,
     before_helper: ProcUse,
     before_self: ProcUse,
-    sampler: Option<(
-        std::sync::mpsc::Sender<()>,
-        std::thread::JoinHandle<BTreeMap<String, u64>>,
-    )>,
+    sampler: Option<Sampler>,
     stretch: std::time::Instant,
 }
+
+/// The sampling thread: told to stop through the channel, it returns each process's peak
+/// resident memory (KiB).
+type Sampler = (
+    std::sync::mpsc::Sender<()>,
+    std::thread::JoinHandle<BTreeMap<String, u64>>,
+);
 
 /// The control plane's processes in `container`.
 fn control_plane_of(container: Option<&str>) -> BTreeMap<String, ProcUse> {

@@ -146,6 +146,9 @@ pub fn local_volume(
     .expect("valid PersistentVolume")
 }
 
+/// How long the PersistentVolume controller may take to take up a run's pre-bound volumes.
+pub const VOLUMES_TAKEN_UP: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The port the ledger serves its status on.
 pub const LEDGER_PORT: u16 = 8080;
 
@@ -224,6 +227,7 @@ impl Workload {
                 // first); it was left behind empty by every run before.
                 jrec(Undo::RemoveDir { path: dir.join(ns) })?;
             }
+            let mut made = std::collections::HashSet::new();
             for pod in self.volume_owners() {
                 if let Some(dir) = &self.storage.shared_dir {
                     jrec(Undo::RemoveDir {
@@ -241,7 +245,9 @@ impl Workload {
                 pvs.create(&PostParams::default(), &pv)
                     .await
                     .map_err(api(format!("create PersistentVolume {name}")))?;
+                made.insert(name);
             }
+            wait_volumes_taken_up(client, &self.run_id, &made, VOLUMES_TAKEN_UP).await?;
         }
         if self.spec.storage_class == LOCAL_CLASS {
             // One volume per worker, each pinned to its node; the scheduler binds the claim to
@@ -594,6 +600,56 @@ pub enum WorkloadError {
     /// The ledger could not be read (its verdict is then unknown).
     #[error("{0}")]
     Evidence(String),
+    /// The PersistentVolume controller did not take up the run's pre-bound volumes in time.
+    #[error("{0}")]
+    Volumes(String),
+}
+
+/// Waits until the PersistentVolume controller has taken up every volume of `names` (all of run
+/// `run_id`): each phase `Available` (or already `Bound`). A claim made before its pre-bound
+/// volume is in that controller's cache is dynamically provisioned instead, when its class's
+/// provisioner is served (testenv's `nodedown-attach` since testenv runs the
+/// external-provisioner): seen as a simulated instance bound to a `pvc-…` volume, its own
+/// volume left Available.
+pub async fn wait_volumes_taken_up(
+    client: &Client,
+    run_id: &str,
+    names: &std::collections::HashSet<String>,
+    timeout: std::time::Duration,
+) -> Result<(), WorkloadError> {
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let lp =
+        kube::api::ListParams::default().labels(&format!("{RUN_LABEL}={}", label_value(run_id)));
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let list = pvs
+            .list(&lp)
+            .await
+            .map_err(api("list the run's PersistentVolumes"))?;
+        let taken = list
+            .items
+            .iter()
+            .filter(|pv| {
+                pv.metadata.name.as_ref().is_some_and(|n| names.contains(n))
+                    && pv
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.phase.as_deref())
+                        .is_some_and(|p| p == "Available" || p == "Bound")
+            })
+            .count();
+        if taken >= names.len() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(WorkloadError::Volumes(format!(
+                "the PersistentVolume controller took up {taken} of the run's {} volumes in {}s (is kube-controller-manager running?)",
+                names.len(),
+                timeout.as_secs()
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 fn api(what: impl Into<String>) -> impl FnOnce(kube::Error) -> WorkloadError {

@@ -360,8 +360,7 @@ async fn run_one(
     });
     let placed = place(run, ctx, journal, recorder, &say).await?;
     let (mut fold, folded) = watch(ctx, &placed, recorder, tasks).await?;
-    let meter =
-        procs::CostMeter::start(ctx.container.clone(), ctx.kwok_pid.map(|p| ("kwok", p)));
+    let meter = procs::CostMeter::start(ctx.container.clone(), ctx.kwok_pid.map(|p| ("kwok", p)));
     recorder.record(EventKind::Stage {
         stage: Stage::Fault,
     });

@@ -213,21 +213,41 @@ pub(super) async fn place(
             .map_err(StepError::Journal)?;
         by_volume.insert(pv_name, instance.clone());
     }
-    futures::stream::iter(plan.iter().map(|(instance, node)| {
+    // Every volume first, taken up by the PersistentVolume controller before any claim exists
+    // (see `wait_volumes_taken_up`), then the StatefulSets that make the claims.
+    futures::stream::iter(plan.iter().map(|(instance, _)| {
         let pvs = pvs.clone();
-        let stss = stss.clone();
         let ns = ns.clone();
         let size = run.workload.size.clone();
         async move {
             let pv =
                 crate::workload::attach_volume(&ns, &format!("{instance}-0"), &size, mode, &run.id);
-            pvs.create(&PostParams::default(), &pv).await?;
+            pvs.create(&PostParams::default(), &pv).await.map(|_| ())
+        }
+    }))
+    .buffer_unordered(CREATE_CONCURRENCY)
+    .try_collect::<Vec<()>>()
+    .await
+    .map_err(api_err("create the instances' volumes"))?;
+    let made: std::collections::HashSet<String> = by_volume.keys().cloned().collect();
+    crate::workload::wait_volumes_taken_up(
+        client,
+        &run.id,
+        &made,
+        crate::workload::VOLUMES_TAKEN_UP,
+    )
+    .await?;
+    futures::stream::iter(plan.iter().map(|(instance, node)| {
+        let stss = stss.clone();
+        let ns = ns.clone();
+        let size = run.workload.size.clone();
+        async move {
             stss.create(
                 &PostParams::default(),
                 &instance_statefulset(&ns, instance, node, &size, mode.as_str()),
             )
-            .await?;
-            Ok::<(), kube::Error>(())
+            .await
+            .map(|_| ())
         }
     }))
     .buffer_unordered(CREATE_CONCURRENCY)
