@@ -999,4 +999,57 @@ fn the_fence_lifted_early_recording_shows_the_unfence_hazard() {
         .filter(|rec| rec.incarnation.node == node && rec.written_ms >= unfenced_ms)
         .count();
     assert_eq!(after as u64, f.after_unfence);
+
+    // And they are split brain: the replacement's acknowledged seqs the ledger holds as the
+    // zombie's records — counted here from acks.jsonl and the ledger alone.
+    let records: Vec<_> = ledger
+        .chunks_exact(nodedown::integrity::RECORD_LEN)
+        .filter_map(|c| nodedown::integrity::decode(c.try_into().unwrap()).ok())
+        .collect();
+    let acks: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("acks.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let started = |a: &serde_json::Value| a["incarnation"]["startedMs"].as_u64().unwrap();
+    let newest = acks.iter().map(started).max().unwrap();
+    let uid = |a: &serde_json::Value| a["incarnation"]["podUid"].as_str().unwrap().to_string();
+    let newer_uid = uid(acks.iter().find(|a| started(a) == newest).unwrap());
+    let newer_acked: Vec<u64> = acks
+        .iter()
+        .filter(|a| uid(a) == newer_uid)
+        .map(|a| a["seq"].as_u64().unwrap())
+        .collect();
+    let own: std::collections::HashSet<u64> = records
+        .iter()
+        .filter(|r| r.incarnation.pod_uid == newer_uid)
+        .map(|r| r.seq)
+        .collect();
+    let older: std::collections::HashSet<u64> = records
+        .iter()
+        .filter(|r| r.incarnation.started_ms < newest)
+        .map(|r| r.seq)
+        .collect();
+    let lo = own
+        .iter()
+        .chain(&newer_acked)
+        .copied()
+        .min()
+        .unwrap();
+    let hi = newer_acked.iter().copied().max().unwrap();
+    let overwritten = (lo..=hi)
+        .filter(|s| !own.contains(s) && older.contains(s))
+        .count();
+    assert!(overwritten > 0);
+    assert!(i.split_brain, "{}", i.evidence);
+    let said = format!(
+        "{overwritten} acknowledged write{} of a newer writer overwritten by an older one",
+        if overwritten == 1 { "" } else { "s" }
+    );
+    assert!(
+        i.summary.contains(&said) || i.evidence.contains(&said),
+        "{said}: {} / {}",
+        i.summary,
+        i.evidence
+    );
 }

@@ -16,7 +16,13 @@
 //!     allowed;
 //!   - *split brain*: an incarnation writing again after another one wrote (A … B … A in file
 //!     order), an incarnation that first writes after a newer one (later `started_ms`, beyond
-//!     `clock_skew_ms`) has written, or a sequence number written by two incarnations.
+//!     `clock_skew_ms`) has written, or a sequence number written by two incarnations — also
+//!     when the newer one's record of it is gone but its ack proves it wrote it: an acknowledged
+//!     seq of a newer incarnation that the ledger holds as a record of an older one (the older
+//!     writer wrote over the newer one's acknowledged record; the write is lost *and* there
+//!     were two writers). The other way round — an older incarnation's acknowledged seq held by
+//!     a newer one — is only a lost write: a replacement that never saw the lost record
+//!     continues from the one before it.
 //! - The **torn tail** is everything after the last valid record: all-zero slots (unwritten,
 //!   never a finding), undecodable slots and a trailing fragment shorter than a record (torn).
 //!   A torn tail is allowed when the last writer in file order has no acks, or its records in
@@ -89,6 +95,18 @@ pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<us
         }
     }
     Ok(filled)
+}
+
+/// Acknowledged seqs of a newer incarnation (`first..=last`, `count` of them) that the ledger
+/// holds as records of the older incarnation `older`.
+struct Overwritten {
+    /// The newer incarnation's index, when it has records in the ledger at all.
+    newer: Option<usize>,
+    newer_inc: Incarnation,
+    older: usize,
+    first: u64,
+    last: u64,
+    count: u64,
 }
 
 /// The sequence numbers one incarnation wrote, as disjoint inclusive ranges.
@@ -638,8 +656,9 @@ impl<'o> Scan<'o> {
         let limits = self.limits();
         let tracked_all = limits.is_empty();
         let (mut ack_summary, groups) = self.ack_groups(acks);
-        let (lost, max_acked, max_acked_of) =
+        let (lost, max_acked, max_acked_of, overwritten) =
             self.lost_acked(&groups, tracked_all, &mut ack_summary);
+        self.overwritten_acks(overwritten);
         // Writers involved in split brain, in order of first appearance.
         let index = &self.index;
         self.split
@@ -750,9 +769,15 @@ impl<'o> Scan<'o> {
         groups: &[AckGroup<'_>],
         tracked_all: bool,
         ack_summary: &mut AckSummary,
-    ) -> (LostAcked, Vec<MaxAcked>, HashMap<usize, u64>) {
+    ) -> (
+        LostAcked,
+        Vec<MaxAcked>,
+        HashMap<usize, u64>,
+        Vec<Overwritten>,
+    ) {
         let opts = self.opts;
         let mut lost = LostAcked::default();
+        let mut overwritten = Vec::new();
         let mut max_acked = Vec::new();
         let mut max_acked_of: HashMap<usize, u64> = HashMap::new();
         for g in groups {
@@ -802,21 +827,87 @@ impl<'o> Scan<'o> {
                     )
                 })
             };
+            let mut missing = Vec::new();
             match tracked {
-                Some(i) => self.incs[i]
-                    .seqs
-                    .missing(lo, max_ack, |a, b| push(a, b, elsewhere(Some(i), a, b))),
-                None => push(
-                    lo,
-                    max_ack,
-                    Some(
-                        "no record of this incarnation is in the ledger; its first seq is unknown, counted from its lowest ack"
-                            .into(),
-                    ),
-                ),
+                Some(i) => self.incs[i].seqs.missing(lo, max_ack, |a, b| {
+                    push(a, b, elsewhere(Some(i), a, b));
+                    missing.push((a, b));
+                }),
+                None => {
+                    push(
+                        lo,
+                        max_ack,
+                        Some(
+                            "no record of this incarnation is in the ledger; its first seq is unknown, counted from its lowest ack"
+                                .into(),
+                        ),
+                    );
+                    missing.push((lo, max_ack));
+                }
+            }
+            // Those held by an older incarnation's records: it wrote over them.
+            for (a, b) in missing {
+                for (j, older) in incs.iter().enumerate() {
+                    if Some(j) == tracked
+                        || older.inc.started_ms.saturating_add(opts.clock_skew_ms)
+                            >= g.inc.started_ms
+                    {
+                        continue;
+                    }
+                    let count = older.seqs.count_in(a, b);
+                    if count > 0 {
+                        overwritten.push(Overwritten {
+                            newer: tracked,
+                            newer_inc: g.inc.clone(),
+                            older: j,
+                            first: a,
+                            last: b,
+                            count,
+                        });
+                    }
+                }
             }
         }
-        (lost, max_acked, max_acked_of)
+        (lost, max_acked, max_acked_of, overwritten)
+    }
+
+    /// Split brain from acknowledged writes of a newer incarnation that an older one's records
+    /// hold ([`Scan::lost_acked`]).
+    fn overwritten_acks(&mut self, overwritten: Vec<Overwritten>) {
+        let mut examples = 0;
+        for o in overwritten {
+            self.split.acked_overwritten += o.count;
+            self.involve(o.older);
+            match o.newer {
+                Some(i) => self.involve(i),
+                None if !self.split.writers.contains(&o.newer_inc) => {
+                    self.split.writers.push(o.newer_inc.clone())
+                }
+                None => {}
+            }
+            if examples < self.opts.max_examples {
+                examples += 1;
+                let older = &self.incs[o.older].inc;
+                let which = if o.count == o.last - o.first + 1 {
+                    format!("the acknowledged {}", range_text(o.first, o.last))
+                } else {
+                    format!(
+                        "{} of the acknowledged {}",
+                        o.count,
+                        range_text(o.first, o.last)
+                    )
+                };
+                self.split.evidence.push(format!(
+                    "acknowledged writes overwritten by an older writer: {which} of {} (node {}) {} in the ledger as records of {} (node {}), which started {} ms earlier: it wrote after the newer one had",
+                    o.newer_inc,
+                    o.newer_inc.node,
+                    if o.count == 1 { "is" } else { "are" },
+                    older,
+                    older.node,
+                    o.newer_inc.started_ms - older.started_ms
+                ));
+            }
+        }
     }
 
     /// Everything after the last valid record: a torn tail is allowed unless the last writer

@@ -201,6 +201,10 @@ pub struct SplitBrain {
     pub older_after_newer: u64,
     /// Records whose seq another incarnation had already written.
     pub duplicate_seqs: u64,
+    /// Acknowledged writes of a newer incarnation whose seqs the ledger holds as records of an
+    /// older one: the older writer wrote over them (each also counted as a lost write).
+    #[serde(default)]
+    pub acked_overwritten: u64,
     /// The incarnations involved.
     pub writers: Vec<Incarnation>,
     pub evidence: Vec<String>,

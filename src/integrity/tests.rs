@@ -706,3 +706,69 @@ fn streams_a_large_ledger() {
     assert_eq!(r.incarnations[1].first_seq, 120_001);
     assert_eq!(r.acks.acknowledged_writes, 299_000);
 }
+
+#[test]
+fn a_newer_writers_acknowledged_records_overwritten_by_an_older_one_are_split_brain() {
+    // Synthetic, in the shape the unfenced taint left on testenv's FUSE path: b (the
+    // replacement, started later) wrote and acknowledged 11..=15, then the old writer a, still
+    // running, wrote its own 11..=15 over them (appending at the offset it had cached); b went
+    // on at 16. Only a's records of 11..=15 are in the ledger.
+    let mut l = Vec::new();
+    write(&mut l, &a(), 1..=15);
+    write(&mut l, &b(), 16..=20);
+    let mut k = acks(&a(), [8]);
+    k.extend(acks(&b(), [12, 20]));
+    let r = run(&l, &k);
+    assert_eq!(r.verdict, Verdict::Fail);
+    // The acknowledged 12..=15 of b are lost, and they prove two writers.
+    assert_eq!(r.lost_acked.count, 4);
+    assert!(r.split_brain.detected);
+    assert_eq!(r.split_brain.acked_overwritten, 4);
+    assert_eq!(
+        (r.split_brain.interleavings, r.split_brain.duplicate_seqs),
+        (0, 0)
+    );
+    assert_eq!(r.split_brain.writers, vec![a(), b()]);
+    let ev = r
+        .split_brain
+        .evidence
+        .iter()
+        .find(|e| e.starts_with("acknowledged writes overwritten"))
+        .unwrap();
+    assert!(
+        ev.contains("the acknowledged seqs 12..=15 of ")
+            && ev.contains("(node node-b) are in the ledger"),
+        "{ev}"
+    );
+    assert!(
+        ev.contains("(node node-a), which started 60000 ms earlier"),
+        "{ev}"
+    );
+    assert!(
+        r.reasons
+            .iter()
+            .any(|x| x
+                .contains("4 acknowledged writes of a newer writer overwritten by an older one")),
+        "{:?}",
+        r.reasons
+    );
+    // The same ledger without b's acks says nothing of b's lost records: no split brain.
+    let r = run(&l, &acks(&a(), [8]));
+    assert!(!r.split_brain.detected, "{:?}", r.split_brain);
+}
+
+#[test]
+fn an_older_writers_acknowledged_record_held_by_a_newer_one_is_only_a_lost_write() {
+    // a acknowledged 10 but its record of 10 never reached the ledger; b, the replacement,
+    // read up to 9 and went on from 10: one lost write, one writer at a time.
+    let mut l = Vec::new();
+    write(&mut l, &a(), 1..=9);
+    write(&mut l, &b(), 10..=20);
+    let mut k = acks(&a(), [10]);
+    k.extend(acks(&b(), [20]));
+    let r = run(&l, &k);
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_eq!(r.lost_acked.count, 1);
+    assert!(!r.split_brain.detected, "{:?}", r.split_brain);
+    assert_eq!(r.split_brain.acked_overwritten, 0);
+}

@@ -67,6 +67,13 @@ pub(super) fn split_text(sb: &SplitBrain) -> String {
             plural(sb.duplicate_seqs)
         ));
     }
+    if sb.acked_overwritten > 0 {
+        what.push(format!(
+            "{} acknowledged write{} of a newer writer overwritten by an older one",
+            sb.acked_overwritten,
+            plural(sb.acked_overwritten)
+        ));
+    }
     format!(
         "split brain: {} writers wrote concurrently ({}) — {}",
         sb.writers.len(),

@@ -211,6 +211,11 @@ pub fn of(run: &RunResult) -> Outcome {
     if let (Some(d), Some(i)) = (data, &run.integrity) {
         let text = match d {
             Data::Intact => format!("nothing lost of {} acknowledged writes", i.acknowledged),
+            // Split brain that also cost acknowledged writes says both.
+            Data::SplitBrain if i.lost_acknowledged > 0 => format!(
+                "split brain: {} writers, {} of {} acknowledged writes lost",
+                i.writers, i.lost_acknowledged, i.acknowledged
+            ),
             Data::SplitBrain => format!("split brain: {} writers", i.writers),
             Data::LostWrites => format!(
                 "{} of {} acknowledged writes lost",
