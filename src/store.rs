@@ -293,6 +293,23 @@ fn load_simulated_events(dir: &Path) -> Result<Option<Vec<Event>>, StoreError> {
         })
 }
 
+/// Writes a simulated run's results.json and summary.md into its directory `dir`.
+pub fn save_simulated(
+    dir: &Path,
+    result: &crate::report::simulated::SimulatedResult,
+) -> Result<(), StoreError> {
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let put = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(io(&p))
+    };
+    put(
+        RESULTS_FILE,
+        serde_json::to_string_pretty(result).expect("a result serializes"),
+    )?;
+    put("summary.md", crate::report::simulated::run_markdown(result))
+}
+
 /// The simulated runs below `dir` (an invocation's `--out`, or one run's directory): the runs
 /// of its `curve.json` when there is one, else every `results.json` of a simulated run (at most
 /// five levels down), in the order of their time zero (runs that never reached their fault

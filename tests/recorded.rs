@@ -1030,12 +1030,7 @@ fn the_fence_lifted_early_recording_shows_the_unfence_hazard() {
         .filter(|r| r.incarnation.started_ms < newest)
         .map(|r| r.seq)
         .collect();
-    let lo = own
-        .iter()
-        .chain(&newer_acked)
-        .copied()
-        .min()
-        .unwrap();
+    let lo = own.iter().chain(&newer_acked).copied().min().unwrap();
     let hi = newer_acked.iter().copied().max().unwrap();
     let overwritten = (lo..=hi)
         .filter(|s| !own.contains(s) && older.contains(s))

@@ -119,7 +119,7 @@ fn simulated_actions(run: &PlannedRun) -> Vec<String> {
         .simulated_nodes
         .unwrap_or(crate::spec::simulated::DEFAULT_SIMULATED_NODES);
     let lost = if run.fault.target.nodes.is_empty() {
-        format!("{} node(s)", run.fault.target.count.unwrap_or(1))
+        format!("{} node(s)", run.fault.target.node_count())
     } else {
         run.fault.target.nodes.join(", ")
     };

@@ -58,6 +58,49 @@ pub struct SimulatedResult {
     pub spec: Option<crate::plan::PlannedRun>,
 }
 
+/// What a simulated run's result is made of besides its events: the environment it ran in
+/// and what the runner measured itself.
+pub struct RunFacts {
+    pub environment: SimulatedEnvironment,
+    /// The nodes it took down (none: it ended before its fault; the planned count is said).
+    pub lost_nodes: Option<usize>,
+    pub cost: Vec<Usage>,
+    /// Why it could not complete.
+    pub error: Option<String>,
+}
+
+/// The result of planned run `run` from its events (folded by [`ScaleFold`]): milestones,
+/// taint reaction and verdict by the one rule `nodedown report` applies to the directory
+/// ([`recompute`]); `events`: none when it ended before its directory existed.
+pub fn of_run(
+    run: &crate::plan::PlannedRun,
+    facts: RunFacts,
+    events: Option<&[Event]>,
+) -> SimulatedResult {
+    let recorded = SimulatedResult {
+        tool: format!("nodedown {}", env!("CARGO_PKG_VERSION")),
+        run: run.id.clone(),
+        experiment: run.experiment.clone(),
+        variant: run.variant.clone(),
+        repetition: run.repetition,
+        environment: facts.environment,
+        lost_nodes: facts.lost_nodes.unwrap_or(run.fault.target.node_count()),
+        instances: run.workload.instances as usize,
+        remediation: run.remediation.kind(),
+        verdict: Verdict::Unknown,
+        expectations: vec![],
+        error: facts.error,
+        time_zero: None,
+        milestones: vec![],
+        taint_reaction: None,
+        cost: facts.cost,
+        events_seen: 0,
+        observations: ScaleObservations::default(),
+        spec: Some(run.clone()),
+    };
+    recompute(&recorded, events)
+}
+
 /// The figures and the verdict of a run recomputed from its events and its spec — the one
 /// rule the runner applies too. The observations, time zero and event count are folded again
 /// from `events` ([`ScaleFold`]) when the run recorded them (else the recorded observations

@@ -348,6 +348,16 @@ pub struct Target {
 pub const MAX_TARGET_NODES: u32 = 50;
 
 impl Target {
+    /// How many nodes the target takes when it names them or counts them (a zone's are known
+    /// only on the cluster): the named nodes, else the count, else one.
+    pub fn node_count(&self) -> usize {
+        if self.nodes.is_empty() {
+            self.count.unwrap_or(1) as usize
+        } else {
+            self.nodes.len()
+        }
+    }
+
     /// Whether the target is several nodes at once (a zone, a list or a count).
     pub fn several(&self) -> bool {
         self.zone.is_some() || !self.nodes.is_empty() || self.count.is_some()

@@ -14,11 +14,11 @@ use crate::observe::procs;
 use crate::observe::{Recorder, Scope};
 use crate::plan::PlannedRun;
 use crate::remediation;
-use crate::report::simulated::{SimulatedEnvironment, SimulatedResult};
+use crate::report::simulated::{self, SimulatedEnvironment, SimulatedResult};
 use crate::runner::lifecycle::{self, RunFiles};
 use crate::runner::StepError;
 use crate::spec::{FaultKind, RemediationSpec};
-use crate::timeline::scale::{ScaleFold, ScaleObservations};
+use crate::timeline::scale::ScaleFold;
 use crate::timeline::{Event, EventKind, Stage};
 use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
@@ -198,7 +198,7 @@ impl Simulator {
                 Some(e) => progress.step(&format!("error: {e}")),
                 None => progress.step(result.verdict.as_str()),
             }
-            if let Err(e) = ctx.write(&result) {
+            if let Err(e) = crate::store::save_simulated(&ctx.out, &result) {
                 inv.errors.push(e.to_string());
             }
             inv.results.push(result);
@@ -240,13 +240,6 @@ async fn run_healed(
     ctx.finish(run, Some(&files.recorder.since(0)), partial, error)
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StepError + '_ {
-    move |source| StepError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
@@ -283,9 +276,8 @@ struct Partial {
 }
 
 impl RunContext {
-    /// The run's result from its events (folded by [`crate::timeline::scale::ScaleFold`]):
-    /// milestones, taint reaction and the verdict of [`crate::verdict::simulated`] (`error`: why
-    /// it could not complete; `events`: none when it ended before its directory existed).
+    /// The run's result from its events (`error`: why it could not complete; `events`: none
+    /// when it ended before its directory existed).
     fn finish(
         &self,
         run: &PlannedRun,
@@ -293,17 +285,7 @@ impl RunContext {
         partial: Partial,
         error: Option<String>,
     ) -> SimulatedResult {
-        let planned_lost = if run.fault.target.nodes.is_empty() {
-            run.fault.target.count.unwrap_or(1) as usize
-        } else {
-            run.fault.target.nodes.len()
-        };
-        let recorded = SimulatedResult {
-            tool: format!("nodedown {}", env!("CARGO_PKG_VERSION")),
-            run: run.id.clone(),
-            experiment: run.experiment.clone(),
-            variant: run.variant.clone(),
-            repetition: run.repetition,
+        let facts = simulated::RunFacts {
             environment: SimulatedEnvironment {
                 simulated: true,
                 kubernetes: self.kubernetes.clone(),
@@ -312,37 +294,11 @@ impl RunContext {
                 kwok_lease_seconds: kwok::LEASE_SECONDS,
                 cluster: self.cluster.clone(),
             },
-            lost_nodes: partial.lost_nodes.unwrap_or(planned_lost),
-            instances: run.workload.instances as usize,
-            remediation: run.remediation.kind(),
-            verdict: crate::verdict::Verdict::Unknown,
-            expectations: vec![],
-            error,
-            time_zero: None,
-            milestones: vec![],
-            taint_reaction: None,
+            lost_nodes: partial.lost_nodes,
             cost: partial.cost,
-            events_seen: 0,
-            observations: ScaleObservations::default(),
-            spec: Some(run.clone()),
+            error,
         };
-        // Observations, figures and verdict by the one rule `nodedown report` applies to the
-        // directory.
-        crate::report::simulated::recompute(&recorded, events)
-    }
-
-    /// Writes the run's results.json and summary.md.
-    fn write(&self, result: &SimulatedResult) -> Result<(), StepError> {
-        std::fs::create_dir_all(&self.out).map_err(io(&self.out))?;
-        let put = |name: &str, text: String| {
-            let p = self.out.join(name);
-            std::fs::write(&p, text).map_err(io(&p))
-        };
-        put(
-            crate::store::RESULTS_FILE,
-            serde_json::to_string_pretty(result).expect("a result serializes"),
-        )?;
-        put("summary.md", crate::report::simulated::run_markdown(result))
+        simulated::of_run(run, facts, events)
     }
 }
 

@@ -96,11 +96,7 @@ pub(super) async fn place(
         .cluster
         .simulated_nodes
         .unwrap_or(crate::spec::simulated::DEFAULT_SIMULATED_NODES);
-    let lost_count = if run.fault.target.nodes.is_empty() {
-        run.fault.target.count.unwrap_or(1)
-    } else {
-        run.fault.target.nodes.len() as u32
-    } as usize;
+    let lost_count = run.fault.target.node_count();
     say(format!("simulated nodes: {node_count}"));
     let store = PathBuf::from(kwok::HOST_DIR).join("csi");
     // The driver keeps the records of volumes earlier runs made (their PersistentVolumes are
