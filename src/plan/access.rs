@@ -224,9 +224,9 @@ pub const RULES: &[Rule] = &[
     rule(
         "",
         "persistentvolumes",
-        &["create", "delete"],
+        &["create", "list", "delete"],
         When::OwnVolumes,
-        "the volumes of testenv's storage classes",
+        "the volumes of testenv's storage classes (listed: each taken up by the PersistentVolume controller before its claim is made)",
     ),
     rule(
         "storage.k8s.io",
