@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 /// A run's directory, open: its planned run written (`run.json`), its events recorded from
 /// `run-started` on, its journal.
+#[derive(Clone)]
 pub(crate) struct RunFiles {
     pub recorder: Arc<Recorder>,
     pub journal: Arc<Journal>,

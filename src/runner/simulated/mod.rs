@@ -66,7 +66,7 @@ struct RunTasks {
     taints: tokio::task::JoinSet<Result<(), StepError>>,
     /// The run's directory once it exists: the invocation heals from its journal and records
     /// the end of the run in its events.
-    files: Option<Arc<RunFiles>>,
+    files: Option<RunFiles>,
 }
 
 impl RunTasks {
@@ -308,7 +308,7 @@ async fn run_one(
     tasks: &mut RunTasks,
 ) -> Result<Partial, StepError> {
     let say = |m: String| ctx.progress.step(&m);
-    let files = Arc::new(lifecycle::open(&ctx.out, run)?);
+    let files = lifecycle::open(&ctx.out, run)?;
     tasks.files = Some(files.clone());
     let (journal, recorder) = (&files.journal, &files.recorder);
     recorder.record(EventKind::Stage {
