@@ -3326,3 +3326,65 @@ fn qualify_makes_the_class_of_from_name_and_from_file_and_deletes_it() {
     }
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the runs");
 }
+
+/// The block row on testenv's attaching driver, dynamically provisioned (FromName): the claim
+/// is a raw block volume, the ledger writes its records to the device, the node is powered off
+/// and tainted, the replacement maps the same volume on another node and continues the ledger.
+#[test]
+fn qualify_runs_the_block_row_on_a_raw_block_volume() {
+    let _g = lock_cluster();
+    let out = tempdir();
+    let q = out.path().join("block");
+    let res = run_ok(
+        nodedown()
+            .args(["qualify", "--testdriver"])
+            .arg("tests/fixtures/testdriver/vendor-fromname.yaml")
+            .args(["--quick", "--repeat", "1", "--only", "block"])
+            .arg("--cluster-name")
+            .arg(cluster_name())
+            .arg("--out")
+            .arg(&q),
+    );
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let sheet: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(q.join("sheet.json")).unwrap()).unwrap();
+    let row = sheet["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "block")
+        .unwrap()
+        .clone();
+    assert_eq!(row["verdict"], "pass", "{row}");
+    let run = q.join("runs/qualify-block/block/1");
+    let experiment = std::fs::read_to_string(q.join("experiments/block.yaml")).unwrap();
+    assert!(
+        experiment.contains("volumeMode: Block"),
+        "the row's workload asks for a raw block volume: {experiment}"
+    );
+    let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    // The ledger came from the device through the serving pod, and holds whole records of
+    // the ledger's format, by two incarnations (the first pod and its replacement).
+    let ledger = std::fs::read(run.join("ledger/ledger.bin")).unwrap();
+    assert!(
+        !ledger.is_empty() && ledger.len() % 256 == 0,
+        "{} bytes",
+        ledger.len()
+    );
+    assert!(
+        ledger.chunks(256).all(|r| &r[..4] == b"NDLG"),
+        "whole records"
+    );
+    let uids: std::collections::BTreeSet<&[u8]> = ledger.chunks(256).map(|r| &r[8..44]).collect();
+    assert_eq!(uids.len(), 2, "two incarnations wrote the device");
+    assert!(
+        events.contains("through the API server"),
+        "a block ledger is read through its pod"
+    );
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}

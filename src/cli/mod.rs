@@ -81,6 +81,10 @@ pub enum Command {
 pub struct WorkloadArgs {
     #[arg(long, default_value = "/data")]
     pub dir: PathBuf,
+    /// Write the ledger to this raw block device (a `volumeMode: Block` volume) instead of
+    /// DIR/ledger.bin. Ledger only.
+    #[arg(long)]
+    pub device: Option<PathBuf>,
     #[arg(long, default_value_t = crate::workload::LEDGER_PORT)]
     pub port: u16,
     /// Time between records (default: 50ms for the ledger, 200ms for the writer).
@@ -120,6 +124,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
             if let Some(interval) = args.interval {
                 opts.interval = interval;
             }
+            opts.device = args.device;
             match crate::workload::ledger::run(opts) {
                 Ok(()) => EXIT_OK,
                 Err(e) => {
@@ -138,6 +143,10 @@ pub async fn dispatch(cli: Cli) -> u8 {
             }
         }
         Command::Writer(args) => {
+            if args.device.is_some() {
+                eprintln!("writer: --device is the ledger's (the writer writes lines to a file in --dir); run `nodedown ledger --device PATH`");
+                return EXIT_BAD_INPUT;
+            }
             let identity = format!("{}/{}@{}", args.pod_name, args.pod_uid, args.node_name);
             let interval = args
                 .interval

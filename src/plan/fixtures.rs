@@ -53,6 +53,7 @@ pub(crate) fn planned(
             access_mode: Default::default(),
             controller: Default::default(),
             strategy: None,
+            volume_mode: Default::default(),
         },
         fault: FaultSpec {
             kind: FaultKind::NodeShutdown,

@@ -7,7 +7,7 @@
 use crate::spec::{
     AccessMode, Bound, ClusterSpec, Controller, Expectations, Experiment, FaultKind, FaultSpec,
     Fence, IntegrityExpectation, PhaseExpectation, RemediationSpec, Target, TestDriver, Timeouts,
-    Variant, WorkloadKind, WorkloadSpec,
+    Variant, VolumeMode, WorkloadKind, WorkloadSpec,
 };
 use crate::timeline::Phase;
 use std::time::Duration;
@@ -154,6 +154,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
         fault: FaultKind::NodeShutdown,
         graceful,
         mode: AccessMode::ReadWriteOnce,
+        volume_mode: VolumeMode::Filesystem,
     };
     let run = |id: &str, shape: Shape, remediation, recovery, expect| {
         RowBody::Run(Box::new(experiment(
@@ -298,6 +299,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
                 fault: FaultKind::NetworkPartition,
                 graceful: false,
                 mode: AccessMode::ReadWriteOnce,
+                volume_mode: VolumeMode::Filesystem,
             },
             taint(true),
             mins(3),
@@ -315,6 +317,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
                     fault: FaultKind::NetworkPartition,
                     graceful: false,
                     mode: AccessMode::ReadWriteOnce,
+                    volume_mode: VolumeMode::Filesystem,
                 },
                 RemediationSpec::OutOfServiceTaint {
                     after: Duration::ZERO,
@@ -333,6 +336,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
         fault: FaultKind::NodeShutdown,
         graceful: false,
         mode,
+        volume_mode: VolumeMode::Filesystem,
     };
     rows.push(Row {
         id: "read-write-once-pod",
@@ -376,6 +380,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
                 fault: FaultKind::PodDelete,
                 graceful: false,
                 mode: AccessMode::ReadWriteOnce,
+                volume_mode: VolumeMode::Filesystem,
             },
             RemediationSpec::None,
             mins(2),
@@ -384,13 +389,22 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
     });
     rows.push(Row {
         id: "block",
-        title: "a raw block volume",
-        source: "volumeMode: Block follows the same attach/detach path".into(),
-        body: RowBody::NotApplicable(if storage.block {
-            "nodedown's ledger writes a file on a filesystem volume: block volumes are not supported yet".into()
+        title: "a raw block volume, node powered off, out-of-service taint: recovers, nothing lost",
+        source: "volumeMode: Block follows the same attach/detach path, then the kubelet's map path (pkg/volume/util: MapBlockVolume) instead of a mount; the taint frees it as it frees a filesystem".into(),
+        body: if storage.block {
+            run(
+                "block",
+                Shape {
+                    volume_mode: VolumeMode::Block,
+                    ..shutdown(false)
+                },
+                taint(false),
+                mins(3),
+                expect(true, Some(mins(3)), attach_seen(vec![]), vec![]),
+            )
         } else {
-            "the driver does not declare block".into()
-        }),
+            RowBody::NotApplicable("the driver does not declare block".into())
+        },
     });
     if !storage.persistence {
         for r in &mut rows {
@@ -408,6 +422,7 @@ struct Shape {
     fault: FaultKind,
     graceful: bool,
     mode: AccessMode,
+    volume_mode: VolumeMode,
 }
 
 /// One row's experiment: a ledger on the class, the fault on the ledger's node, one variant
@@ -453,6 +468,7 @@ fn experiment(
             access_mode: shape.mode,
             controller: Controller::StatefulSet,
             strategy: None,
+            volume_mode: shape.volume_mode,
         },
         fault: FaultSpec {
             kind: shape.fault,
@@ -619,6 +635,37 @@ mod tests {
         s.pod_start = Some(Duration::from_secs(60));
         let plain = Storage::from_class("nodedown-attach", Some(true));
         assert_eq!(matrix(&s, true), matrix(&plain, true));
+    }
+
+    #[test]
+    fn a_driver_that_declares_block_gets_a_block_failover_row() {
+        let na = |rows: &[Row]| match &rows.iter().find(|r| r.id == "block").unwrap().body {
+            RowBody::NotApplicable(why) => Some(why.clone()),
+            RowBody::Run(_) => None,
+        };
+        assert!(na(&attach(true))
+            .unwrap()
+            .contains("does not declare block"));
+        let mut s = Storage::from_class("nodedown-attach", Some(true));
+        s.block = true;
+        let rows = matrix(&s, true);
+        let e = exp(&rows, "block");
+        assert_eq!(e.workload.volume_mode, VolumeMode::Block);
+        assert_eq!(e.workload.kind, WorkloadKind::Ledger);
+        assert_eq!(e.fault.kind, FaultKind::NodeShutdown);
+        assert!(matches!(
+            e.variants[0].remediation,
+            Some(RemediationSpec::OutOfServiceTaint { .. })
+        ));
+        let x = expect_of(&rows, "block");
+        assert_eq!(x.integrity, Some(IntegrityExpectation::Pass));
+        assert_eq!(x.phases.as_ref().unwrap().seen, ATTACH_PHASES.to_vec());
+        // Every other row keeps a filesystem volume.
+        for r in &rows {
+            if let (RowBody::Run(e), false) = (&r.body, r.id == "block") {
+                assert_eq!(e.workload.volume_mode, VolumeMode::Filesystem, "{}", r.id);
+            }
+        }
     }
 
     #[test]

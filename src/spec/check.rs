@@ -475,6 +475,33 @@ impl Checker<'_> {
                 ),
             ));
         }
+        if workload.volume_mode == super::model::VolumeMode::Block {
+            let refusal = if workload.kind != super::model::WorkloadKind::Ledger {
+                Some((
+                    "a raw block volume has no filesystem for the writer's log file",
+                    "write `kind: ledger` (it writes its records to the device itself)".to_string(),
+                ))
+            } else if [crate::vocab::SHARED_CLASS, crate::vocab::LOCAL_CLASS]
+                .contains(&workload.storage_class.as_str())
+            {
+                Some((
+                    "a hostPath volume (storage class nodedown-shared or nodedown-local) cannot be a raw block volume",
+                    format!(
+                        "name a CSI driver's StorageClass that serves block volumes, e.g. `storageClass: {}`",
+                        crate::vocab::ATTACH_CLASS
+                    ),
+                ))
+            } else {
+                None
+            };
+            if let Some((problem, hint)) = refusal {
+                return Err(self.fail(
+                    &format!("{path}.volumeMode"),
+                    format!("`volumeMode: Block`: {problem}"),
+                    hint,
+                ));
+            }
+        }
         if workload
             .image
             .as_deref()

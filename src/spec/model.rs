@@ -195,6 +195,33 @@ pub struct WorkloadSpec {
     /// ReplicaSet replaces a terminating pod at once). Deployment only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<DeploymentStrategy>,
+    /// `Block`: the claim asks for a raw block volume (`volumeMode: Block`) and the ledger
+    /// writes its records to the device itself, through the driver's block attach and map path.
+    /// Ledger only; the default `Filesystem` mounts a filesystem the ledger writes a file on.
+    #[serde(default, skip_serializing_if = "VolumeMode::is_default")]
+    pub volume_mode: VolumeMode,
+}
+
+/// A claim's `volumeMode`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub enum VolumeMode {
+    #[default]
+    Filesystem,
+    Block,
+}
+
+impl VolumeMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VolumeMode::Filesystem => "Filesystem",
+            VolumeMode::Block => "Block",
+        }
+    }
+    fn is_default(&self) -> bool {
+        *self == VolumeMode::Filesystem
+    }
 }
 
 /// The workload controller.

@@ -8,6 +8,12 @@
 //! failover `integrity::check` proves from the ledger and the acks that nothing acknowledged was
 //! lost, nothing is corrupt, and no second writer wrote.
 //!
+//! On a raw block volume (`--device PATH`, `volumeMode: Block`) the same records are written
+//! to the device itself, record i of the ledger at byte `i × RECORD_LEN`: the ledger is the
+//! device's content up to its first all-zero slot (a volume reads zeros where it was never
+//! written, as freshly provisioned volumes do), and a torn tail is zeroed instead of truncated.
+//! `GET /ledger` serves that extent, so the checker reads a block ledger as it reads a file.
+//!
 //! On start it verifies the existing ledger from the beginning (streaming), continues from the
 //! highest valid sequence number, and truncates a torn tail (whatever follows the last valid
 //! record: a record cut short by a crash, never acknowledged) so that its records stay aligned.
@@ -40,6 +46,8 @@ pub fn ledger_path(dir: &Path) -> PathBuf {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LedgerOptions {
     pub dir: PathBuf,
+    /// A raw block device to write the ledger to instead of `<dir>/ledger.bin`.
+    pub device: Option<PathBuf>,
     pub port: u16,
     pub interval: Duration,
     /// Payload bytes per record, at most `record::MAX_PAYLOAD` (86).
@@ -62,6 +70,7 @@ impl LedgerOptions {
     ) -> Self {
         LedgerOptions {
             dir: dir.into(),
+            device: None,
             port,
             interval: DEFAULT_INTERVAL,
             payload_len: DEFAULT_PAYLOAD_LEN,
@@ -98,6 +107,12 @@ impl Recovery {
         self.torn_tail_bytes > 0
     }
 
+    /// Where the records end: the torn tail's offset, else right after the last slot scanned.
+    fn records_end(&self) -> u64 {
+        self.torn_tail_offset
+            .unwrap_or((self.records + self.corrupt_records) * RECORD_LEN as u64)
+    }
+
     /// Log lines for stderr.
     pub fn describe(&self, path: &Path) -> String {
         let mut s = format!(
@@ -124,7 +139,7 @@ impl Recovery {
         }
         if self.torn_tail_bytes > 0 {
             s.push_str(&format!(
-                "\nledger: torn tail of {} bytes at offset {} (never acknowledged) truncated{}",
+                "\nledger: torn tail of {} bytes at offset {} (never acknowledged) removed{}",
                 self.torn_tail_bytes,
                 self.torn_tail_offset.unwrap_or(0),
                 self.torn_tail_saved
@@ -218,10 +233,103 @@ pub fn recover(path: &Path, tag: u64) -> std::io::Result<Recovery> {
     Ok(rec)
 }
 
+/// Reads `path` (a raw block device) slot by slot from the start up to its first all-zero
+/// slot or its end, calling `each(offset, slot)` on every slot before that one; returns the
+/// offset of that slot (the ledger's extent).
+fn scan_device(
+    file: &mut File,
+    mut each: impl FnMut(u64, &[u8; RECORD_LEN]),
+) -> std::io::Result<u64> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut reader = BufReader::with_capacity(256 * 1024, &mut *file);
+    let mut buf = [0u8; RECORD_LEN];
+    let mut offset = 0u64;
+    loop {
+        let n = crate::integrity::check::read_full(&mut reader, &mut buf)?;
+        if n < RECORD_LEN || buf.iter().all(|&b| b == 0) {
+            return Ok(offset);
+        }
+        each(offset, &buf);
+        offset += RECORD_LEN as u64;
+    }
+}
+
+/// The ledger's extent on a raw block device: the bytes before its first all-zero slot.
+pub fn device_extent(path: &Path) -> std::io::Result<u64> {
+    scan_device(&mut File::open(path)?, |_, _| {})
+}
+
+/// [`recover`] for a raw block device: the same scan up to the first all-zero slot; the torn
+/// tail (slots after the last valid record) is overwritten with zeros, since a device cannot
+/// be truncated, and not kept (there is no filesystem to keep it on). Returns the recovery and
+/// the device's size.
+pub fn recover_device(file: &mut File) -> std::io::Result<(Recovery, u64)> {
+    let size = file.seek(SeekFrom::End(0))?;
+    let mut rec = Recovery::default();
+    let mut valid_end = 0u64;
+    let mut pending_invalid = 0u64;
+    let mut pending_first = None;
+    let mut last_key: Option<IncarnationKey> = None;
+    let mut seen: Vec<IncarnationKey> = Vec::new();
+    let extent = scan_device(file, |offset, buf| match record::view(buf) {
+        Ok(v) => {
+            if pending_invalid > 0 {
+                rec.corrupt_records += pending_invalid;
+                if rec.first_corrupt_offset.is_none() {
+                    rec.first_corrupt_offset = pending_first;
+                }
+                pending_invalid = 0;
+                pending_first = None;
+            }
+            rec.records += 1;
+            rec.last_seq = rec.last_seq.max(v.seq());
+            let key = v.incarnation_key();
+            if last_key.as_ref() != Some(key) {
+                last_key = Some(*key);
+                if !seen.contains(key) {
+                    rec.incarnations_total += 1;
+                    if seen.len() < 4096 {
+                        seen.push(*key);
+                    }
+                    if rec.incarnations.len() < MAX_LISTED_INCARNATIONS {
+                        rec.incarnations.push(v.incarnation());
+                    }
+                }
+            }
+            valid_end = offset + RECORD_LEN as u64;
+        }
+        Err(_) => {
+            pending_invalid += 1;
+            pending_first.get_or_insert(offset);
+        }
+    })?;
+    if extent > valid_end {
+        rec.torn_tail_bytes = extent - valid_end;
+        rec.torn_tail_offset = Some(valid_end);
+        file.seek(SeekFrom::Start(valid_end))?;
+        std::io::copy(
+            &mut std::io::repeat(0).take(rec.torn_tail_bytes),
+            &mut *file,
+        )?;
+        file.sync_data()?;
+    }
+    Ok((rec, size))
+}
+
+/// Where the writer's records go.
+#[derive(Debug)]
+enum Sink {
+    /// Appended to a file.
+    File,
+    /// Written at `next` on a raw block device of `size` bytes.
+    Device { next: u64, size: u64 },
+}
+
 /// Appends records durably. One per ledger file at a time (that is what the checker verifies).
 #[derive(Debug)]
 pub struct LedgerWriter {
     file: File,
+    sink: Sink,
     path: PathBuf,
     incarnation: Incarnation,
     next_seq: u64,
@@ -246,7 +354,31 @@ impl LedgerWriter {
         }
         Ok(LedgerWriter {
             file,
+            sink: Sink::File,
             path,
+            next_seq: recovery.last_seq + 1,
+            incarnation,
+            payload_len: payload_len.min(record::MAX_PAYLOAD),
+            durable: Arc::new(AtomicU64::new(0)),
+            recovery,
+            failed: false,
+        })
+    }
+
+    /// Opens the raw block device `device`, recovers the ledger on it, and prepares to continue
+    /// its sequence right after its last valid record.
+    pub fn open_device(
+        device: &Path,
+        incarnation: Incarnation,
+        payload_len: usize,
+    ) -> std::io::Result<Self> {
+        let mut file = OpenOptions::new().read(true).write(true).open(device)?;
+        let (recovery, size) = recover_device(&mut file)?;
+        let next = recovery.records_end();
+        Ok(LedgerWriter {
+            file,
+            sink: Sink::Device { next, size },
+            path: device.to_path_buf(),
             next_seq: recovery.last_seq + 1,
             incarnation,
             payload_len: payload_len.min(record::MAX_PAYLOAD),
@@ -288,10 +420,23 @@ impl LedgerWriter {
             written_ms,
             payload: payload(seq, self.payload_len),
         });
-        let done = self
-            .file
-            .write_all(&bytes)
-            .and_then(|()| self.file.sync_data());
+        let done = match &mut self.sink {
+            Sink::File => self.file.write_all(&bytes),
+            Sink::Device { next, size } => {
+                if *next + RECORD_LEN as u64 > *size {
+                    Err(std::io::Error::other(format!(
+                        "the device is full ({size} bytes hold {} records)",
+                        *size / RECORD_LEN as u64
+                    )))
+                } else {
+                    use std::os::unix::fs::FileExt;
+                    let at = *next;
+                    *next += RECORD_LEN as u64;
+                    self.file.write_all_at(&bytes, at)
+                }
+            }
+        }
+        .and_then(|()| self.file.sync_data());
         if let Err(e) = done {
             self.failed = true;
             return Err(e);
@@ -314,6 +459,7 @@ impl LedgerWriter {
     pub fn status_source(&self) -> StatusSource {
         StatusSource {
             ledger: self.path.clone(),
+            device: matches!(self.sink, Sink::Device { .. }),
             incarnation: self.incarnation.clone(),
             durable: self.durable.clone(),
             records_at_start: self.recovery.records,
@@ -334,6 +480,8 @@ fn payload(seq: u64, len: usize) -> Vec<u8> {
 #[derive(Debug, Clone)]
 pub struct StatusSource {
     ledger: PathBuf,
+    /// The ledger is on a raw block device: serve its extent, not its size.
+    device: bool,
     incarnation: Incarnation,
     durable: Arc<AtomicU64>,
     records_at_start: u64,
@@ -359,9 +507,16 @@ pub fn serve(server: &tiny_http::Server, source: &StatusSource) {
     for req in server.incoming_requests() {
         let path = req.url().split('?').next().unwrap_or("");
         if *req.method() == tiny_http::Method::Get && path == ledger_url_path() {
-            let _ = match std::fs::File::open(&source.ledger) {
-                Ok(file) => {
-                    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+            let opened = std::fs::File::open(&source.ledger).and_then(|file| {
+                let len = if source.device {
+                    device_extent(&source.ledger)?
+                } else {
+                    file.metadata()?.len()
+                };
+                Ok((file, len))
+            });
+            let _ = match opened {
+                Ok((file, len)) => {
                     let len_usize = usize::try_from(len).unwrap_or(usize::MAX);
                     req.respond(tiny_http::Response::new(
                         tiny_http::StatusCode(200),
@@ -429,7 +584,10 @@ pub fn run(opts: LedgerOptions) -> std::io::Result<()> {
         opts.node_name.as_str(),
         opts.pod_name.as_str(),
     );
-    let mut w = LedgerWriter::open(&opts.dir, incarnation, opts.payload_len)?;
+    let mut w = match &opts.device {
+        Some(device) => LedgerWriter::open_device(device, incarnation, opts.payload_len)?,
+        None => LedgerWriter::open(&opts.dir, incarnation, opts.payload_len)?,
+    };
     eprintln!("{}", w.recovery().describe(w.path()));
     let server = tiny_http::Server::http(("0.0.0.0", opts.port)).map_err(|e| {
         std::io::Error::other(format!(
@@ -539,6 +697,94 @@ mod tests {
         assert_eq!(report.incarnations.len(), 2);
         assert_eq!(report.incarnations[1].first_seq, n + 1);
         assert_eq!(report.incarnations[1].incarnation, b);
+    }
+
+    /// A stand-in for a raw block device: a file of `len` zero bytes (what a freshly
+    /// provisioned volume reads as), written at offsets like a device. Synthetic.
+    fn zeroed_device(len: u64) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let dev = dir.path().join("device");
+        File::create(&dev).unwrap().set_len(len).unwrap();
+        (dir, dev)
+    }
+
+    fn extent_bytes(dev: &Path) -> Vec<u8> {
+        let extent = device_extent(dev).unwrap() as usize;
+        std::fs::read(dev).unwrap()[..extent].to_vec()
+    }
+
+    #[test]
+    fn a_block_ledger_continues_after_its_last_record_and_serves_its_extent() {
+        let (_dir, dev) = zeroed_device(64 * RECORD_LEN as u64);
+        let a = incarnation("uid-a", 1_000, "node-a");
+        let mut w = LedgerWriter::open_device(&dev, a.clone(), 32).unwrap();
+        assert_eq!(w.recovery(), &Recovery::default());
+        assert_eq!(w.append_n(5, || 1_001).unwrap(), 5);
+        drop(w);
+        assert_eq!(device_extent(&dev).unwrap(), 5 * RECORD_LEN as u64);
+        assert_eq!(
+            std::fs::metadata(&dev).unwrap().len(),
+            64 * RECORD_LEN as u64,
+            "a device is written in place, never grown"
+        );
+
+        let b = incarnation("uid-b", 9_000, "node-b");
+        let mut w = LedgerWriter::open_device(&dev, b.clone(), 32).unwrap();
+        let r = w.recovery().clone();
+        assert_eq!((r.records, r.last_seq, r.incarnations_total), (5, 5, 1));
+        assert!(!r.torn_tail_truncated());
+        assert_eq!(w.append_n(3, || 9_001).unwrap(), 8);
+        assert_eq!(device_extent(&dev).unwrap(), 8 * RECORD_LEN as u64);
+        let report = check(
+            std::io::Cursor::new(extent_bytes(&dev)),
+            &[ack(&a, 5), ack(&b, 8)],
+        );
+        assert_eq!(report.verdict, Verdict::Pass, "{}", report.evidence());
+        assert_eq!(report.incarnations.len(), 2);
+        assert_eq!(report.incarnations[1].first_seq, 6);
+    }
+
+    #[test]
+    fn a_block_ledgers_torn_tail_is_zeroed_and_overwritten() {
+        let (_dir, dev) = zeroed_device(16 * RECORD_LEN as u64);
+        let a = incarnation("uid-a", 1_000, "node-a");
+        let mut w = LedgerWriter::open_device(&dev, a.clone(), 32).unwrap();
+        w.append_n(3, || 1_001).unwrap();
+        drop(w);
+        // A record cut short at slot 3 and garbage in slot 4, both never acknowledged.
+        {
+            use std::os::unix::fs::FileExt;
+            let f = OpenOptions::new().write(true).open(&dev).unwrap();
+            f.write_all_at(&[0xAB; 100], 3 * RECORD_LEN as u64).unwrap();
+            f.write_all_at(&[0xCD; RECORD_LEN], 4 * RECORD_LEN as u64)
+                .unwrap();
+        }
+        let b = incarnation("uid-b", 9_000, "node-b");
+        let mut w = LedgerWriter::open_device(&dev, b.clone(), 32).unwrap();
+        let r = w.recovery().clone();
+        assert_eq!((r.records, r.last_seq), (3, 3));
+        assert_eq!(r.torn_tail_bytes, 2 * RECORD_LEN as u64);
+        assert_eq!(r.torn_tail_offset, Some(3 * RECORD_LEN as u64));
+        assert_eq!(r.torn_tail_saved, None, "a device has nowhere to keep it");
+        assert_eq!(device_extent(&dev).unwrap(), 3 * RECORD_LEN as u64);
+        assert_eq!(w.append(9_001).unwrap(), 4);
+        let report = check(
+            std::io::Cursor::new(extent_bytes(&dev)),
+            &[ack(&a, 3), ack(&b, 4)],
+        );
+        assert_eq!(report.verdict, Verdict::Pass, "{}", report.evidence());
+        assert_eq!(device_extent(&dev).unwrap(), 4 * RECORD_LEN as u64);
+    }
+
+    #[test]
+    fn a_full_block_ledger_stops_with_an_error() {
+        let (_dir, dev) = zeroed_device(2 * RECORD_LEN as u64);
+        let mut w =
+            LedgerWriter::open_device(&dev, incarnation("uid-a", 1_000, "node-a"), 32).unwrap();
+        assert_eq!(w.append_n(2, || 1_001).unwrap(), 2);
+        let e = w.append(1_002).unwrap_err();
+        assert!(e.to_string().contains("the device is full"), "{e}");
+        assert!(w.append(1_003).is_err(), "no write after a failed one");
     }
 
     #[test]

@@ -8,7 +8,7 @@ pub mod ledger;
 pub mod writer;
 
 use crate::journal::{Journal, Undo};
-use crate::spec::{AccessMode, Controller, WorkloadKind, WorkloadSpec};
+use crate::spec::{AccessMode, Controller, VolumeMode, WorkloadKind, WorkloadSpec};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Service};
 use kube::api::PostParams;
@@ -235,11 +235,14 @@ impl Workload {
                     })?;
                 }
                 let (size, mode) = (&self.spec.size, self.spec.access_mode);
-                let pv = if class == SHARED_CLASS {
+                let mut pv = if class == SHARED_CLASS {
                     shared_volume(ns, &pod, size, mode, &self.run_id)
                 } else {
                     attach_volume(ns, &pod, size, mode, &self.run_id)
                 };
+                if let Some(spec) = pv.spec.as_mut() {
+                    spec.volume_mode = Some(self.spec.volume_mode.as_str().to_string());
+                }
                 let name = pv.metadata.name.clone().unwrap_or_default();
                 jrec(Undo::DeletePersistentVolume { name: name.clone() })?;
                 pvs.create(&PostParams::default(), &pv)
@@ -388,7 +391,9 @@ impl Workload {
     /// How the ledger comes back: the host directory when this machine holds the shared
     /// storage, else through the pod proxy.
     pub fn evidence(&self) -> Evidence {
-        let on_shared = [SHARED_CLASS, ATTACH_CLASS].contains(&self.spec.storage_class.as_str());
+        // A block volume's ledger is the device's extent, which only its writer serves.
+        let on_shared = [SHARED_CLASS, ATTACH_CLASS].contains(&self.spec.storage_class.as_str())
+            && self.spec.volume_mode == VolumeMode::Filesystem;
         match &self.storage.shared_dir {
             Some(dir) if !self.storage.ledger_via_api && on_shared && dir.is_dir() => {
                 Evidence::HostDir(dir.clone())
@@ -469,8 +474,11 @@ impl Workload {
     }
 }
 
+/// Where a raw block volume appears in the workload's container.
+pub const BLOCK_DEVICE_PATH: &str = "/dev/nodedown-ledger";
+
 fn container(
-    kind: WorkloadKind,
+    spec: &WorkloadSpec,
     name: &str,
     image: &str,
     pull_never: bool,
@@ -481,18 +489,27 @@ fn container(
         "image": image,
         "imagePullPolicy": if pull_never { "Never" } else { "IfNotPresent" },
         "env": env,
-        "volumeMounts": [{"name": "data", "mountPath": "/data"}]
     });
-    match kind {
+    let store = match spec.volume_mode {
+        VolumeMode::Filesystem => {
+            c["volumeMounts"] = json!([{"name": "data", "mountPath": "/data"}]);
+            ["--dir", "/data"]
+        }
+        VolumeMode::Block => {
+            c["volumeDevices"] = json!([{"name": "data", "devicePath": BLOCK_DEVICE_PATH}]);
+            ["--device", BLOCK_DEVICE_PATH]
+        }
+    };
+    match spec.kind {
         WorkloadKind::Writer => {
-            c["command"] = json!(["/usr/local/bin/nodedown", "writer", "--dir", "/data"])
+            c["command"] = json!(["/usr/local/bin/nodedown", "writer", store[0], store[1]])
         }
         WorkloadKind::Ledger => {
             c["command"] = json!([
                 "/usr/local/bin/nodedown",
                 "ledger",
-                "--dir",
-                "/data",
+                store[0],
+                store[1],
                 "--port",
                 LEDGER_PORT.to_string()
             ]);
@@ -671,6 +688,7 @@ pub fn claim(spec: &WorkloadSpec, app: &str, run_id: &str) -> PersistentVolumeCl
         "spec": {
             "accessModes": [spec.access_mode.as_str()],
             "storageClassName": spec.storage_class,
+            "volumeMode": spec.volume_mode.as_str(),
             "resources": {"requests": {"storage": spec.size}}
         }
     }))
@@ -710,7 +728,7 @@ pub fn deployment(spec: &WorkloadSpec, image: &str, pull_never: bool, run_id: &s
                 "metadata": {"labels": {"app": name, RUN_LABEL: label_value(run_id)}},
                 "spec": {
                     "terminationGracePeriodSeconds": 5,
-                    "containers": [container(spec.kind, name, image, pull_never, pod_env())],
+                    "containers": [container(spec, name, image, pull_never, pod_env())],
                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim_name(name)}}]
                 }
             }
@@ -757,7 +775,7 @@ pub fn statefulset(
                 "metadata": {"labels": labels},
                 "spec": {
                     "terminationGracePeriodSeconds": 5,
-                    "containers": [container(spec.kind, app, image, pull_never, env)],
+                    "containers": [container(spec, app, image, pull_never, env)],
                     "affinity": spread(spec, app, name),
                 }
             },
@@ -766,6 +784,7 @@ pub fn statefulset(
                 "spec": {
                     "accessModes": [spec.access_mode.as_str()],
                     "storageClassName": spec.storage_class,
+                    "volumeMode": spec.volume_mode.as_str(),
                     "resources": {"requests": {"storage": spec.size}}
                 }
             }]
@@ -790,6 +809,7 @@ mod tests {
             access_mode: AccessMode::ReadWriteOnce,
             controller: Default::default(),
             strategy: None,
+            volume_mode: Default::default(),
         }
     }
 
@@ -830,6 +850,7 @@ mod tests {
             access_mode: AccessMode::ReadWriteMany,
             controller: Controller::Deployment,
             strategy: Some(crate::spec::DeploymentStrategy::Recreate),
+            volume_mode: Default::default(),
         };
         let d = deployment(&spec, "img:1", true, "e/v/1");
         let ds = d.spec.unwrap();
@@ -858,6 +879,44 @@ mod tests {
         assert_eq!(w.volume_owners(), vec!["ledger".to_string()]);
         assert_eq!(w.target_pod("ledger-0"), None);
         assert_eq!(w.status_proxy("ledger-0"), "services/ledger");
+    }
+
+    #[test]
+    fn a_block_volume_is_a_device_the_ledger_writes_to() {
+        let mut spec = shared_spec(WorkloadKind::Ledger);
+        spec.storage_class = ATTACH_CLASS.into();
+        spec.volume_mode = VolumeMode::Block;
+        let sts =
+            serde_json::to_value(statefulset(&spec, "ledger", "img:1", true, "e/v/1")).unwrap();
+        let c = &sts["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["volumeDevices"][0]["devicePath"], BLOCK_DEVICE_PATH);
+        assert!(c.get("volumeMounts").is_none(), "{c}");
+        let cmd: Vec<&str> = c["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(cmd[1..4], ["ledger", "--device", BLOCK_DEVICE_PATH]);
+        assert_eq!(
+            sts["spec"]["volumeClaimTemplates"][0]["spec"]["volumeMode"],
+            "Block"
+        );
+        spec.controller = Controller::Deployment;
+        let claim = serde_json::to_value(claim(&spec, "ledger", "e/v/1")).unwrap();
+        assert_eq!(claim["spec"]["volumeMode"], "Block");
+        // A filesystem volume keeps its mount.
+        let fs = serde_json::to_value(statefulset(
+            &shared_spec(WorkloadKind::Ledger),
+            "ledger",
+            "img:1",
+            true,
+            "e/v/1",
+        ))
+        .unwrap();
+        let c = &fs["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["volumeMounts"][0]["mountPath"], "/data");
+        assert!(c.get("volumeDevices").is_none());
     }
 
     #[test]

@@ -38,17 +38,15 @@ func (c *controller) ControllerGetCapabilities(context.Context, *csi.ControllerG
 	}}, nil
 }
 
-// checkCaps: every capability must be a filesystem mount with a known access mode.
+// checkCaps: every capability must be a filesystem mount or a raw block volume, with a known
+// access mode.
 func checkCaps(caps []*csi.VolumeCapability) error {
 	if len(caps) == 0 {
 		return status.Error(codes.InvalidArgument, "volume capabilities are required")
 	}
 	for _, c := range caps {
 		if c.GetMount() == nil && c.GetBlock() == nil {
-			return status.Error(codes.InvalidArgument, "a volume capability needs an access type (mount)")
-		}
-		if c.GetBlock() != nil {
-			return status.Error(codes.InvalidArgument, "raw block volumes are not supported: this storage is a filesystem")
+			return status.Error(codes.InvalidArgument, "a volume capability needs an access type (mount or block)")
 		}
 		if c.GetAccessMode() == nil || c.GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_UNKNOWN {
 			return status.Error(codes.InvalidArgument, "a volume capability needs an access mode")

@@ -61,6 +61,15 @@ func (n *node) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeReques
 	if !n.store.AttachedTo(id, n.id) {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not attached to node %s", id, n.id)
 	}
+	if req.GetVolumeCapability().GetBlock() != nil {
+		if path := req.GetVolumeContext()[DataPathAttribute]; path == "fuse" {
+			return nil, status.Errorf(codes.InvalidArgument, "volume context %s: the fenced data path serves filesystems, not raw block volumes", DataPathAttribute)
+		}
+		if err := n.stageBlock(id, staging); err != nil {
+			return nil, status.Errorf(codes.Internal, "staging block volume %s: %v", id, err)
+		}
+		return &csi.NodeStageVolumeResponse{}, nil
+	}
 	switch path := req.GetVolumeContext()[DataPathAttribute]; path {
 	case "", "bind":
 		if err := bindMount(n.store.VolumeDir(id), staging, false); err != nil {
@@ -87,6 +96,9 @@ func (n *node) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRe
 	srv := n.served[req.GetStagingTargetPath()]
 	delete(n.served, req.GetStagingTargetPath())
 	n.mu.Unlock()
+	if err := detachLoop(filepath.Join(req.GetStagingTargetPath(), loopDevNode)); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
 	if srv != nil {
 		if err := srv.Unmount(); err != nil {
 			log.Printf("unmounting the FUSE server at %s: %v (unmounting the path)", req.GetStagingTargetPath(), err)
@@ -134,12 +146,15 @@ func (n *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 	if staging == "" {
 		return nil, status.Error(codes.InvalidArgument, "staging target path is required (the plugin stages volumes)")
 	}
-	mounted, err := isMountPoint(staging)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	if !mounted {
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", id, staging)
+	block := req.GetVolumeCapability().GetBlock() != nil
+	if !block {
+		mounted, err := isMountPoint(staging)
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		if !mounted {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s", id, staging)
+		}
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -158,7 +173,11 @@ func (n *node) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRe
 			delete(n.published[id], other)
 		}
 	}
-	if err := bindMount(staging, target, req.GetReadonly()); err != nil {
+	publish := bindMount
+	if block {
+		publish = publishBlock
+	}
+	if err := publish(staging, target, req.GetReadonly()); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	if n.published[id] == nil {

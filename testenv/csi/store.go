@@ -89,6 +89,16 @@ func (s *Store) CreateVolume(id string, capacity int64) (bool, error) {
 	return true, os.WriteFile(metaPath, b, 0o644)
 }
 
+// Capacity is the volume's capacity as CreateVolume recorded it, else defaultCapacity (a
+// pre-provisioned volume has no record).
+func (s *Store) Capacity(id string) int64 {
+	var m meta
+	if b, err := os.ReadFile(filepath.Join(s.root, "meta", id+".json")); err == nil && json.Unmarshal(b, &m) == nil && m.CapacityBytes > 0 {
+		return m.CapacityBytes
+	}
+	return defaultCapacity
+}
+
 // EnsureVolume makes a pre-provisioned (static) volume's directory if it is not there yet.
 func (s *Store) EnsureVolume(id string) error {
 	if err := checkID(id); err != nil {
