@@ -463,7 +463,7 @@ fn qualify_plans_vendor_testdriver_files_as_they_are() {
     for (file, from) in [
         (
             "vendor-fromname.yaml",
-            "(StorageClass.FromName: provisioner csi.nodedown.dev)",
+            "(StorageClass.FromName: provisioner csi.nodedown.dev, volumeBindingMode WaitForFirstConsumer (the driver has TopologyKeys))",
         ),
         (
             "vendor-fromfile.yaml",
@@ -927,7 +927,7 @@ fn qualify_only_picks_rows_and_refuses_what_names_none() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("10 rows (1 to run, 3 time(s) each)"),
+        stderr.contains("11 rows (1 to run, 3 time(s) each)"),
         "{stderr}"
     );
     assert!(

@@ -3388,3 +3388,51 @@ fn qualify_runs_the_block_row_on_a_raw_block_volume() {
     );
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }
+
+/// The zone-lost row on testenv's driver, which makes zonal volumes like a cloud disk (the
+/// FromName class of a testdriver file with TopologyKeys, WaitForFirstConsumer): both workers
+/// of the volume's zone powered off and tainted, the replacement stays Pending — the volume's
+/// PV is bound to its zone — and the row passes because that is what a zonal driver does.
+#[test]
+fn qualify_loses_the_zone_of_a_zonal_volume_and_expects_no_recovery() {
+    let _g = lock_cluster();
+    let out = tempdir();
+    let q = out.path().join("zone");
+    let res = run_ok(
+        nodedown()
+            .args(["qualify", "--testdriver"])
+            .arg("tests/fixtures/testdriver/vendor-fromname.yaml")
+            .args(["--quick", "--repeat", "1", "--only", "zone-lost"])
+            .arg("--cluster-name")
+            .arg(cluster_name())
+            .arg("--out")
+            .arg(&q),
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("volumeBindingMode WaitForFirstConsumer (the driver has TopologyKeys)"),
+        "{stderr}"
+    );
+    let sheet: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(q.join("sheet.json")).unwrap()).unwrap();
+    let row = sheet["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "zone-lost")
+        .unwrap()
+        .clone();
+    assert_eq!(row["verdict"], "pass", "{row}");
+    let experiment = std::fs::read_to_string(q.join("experiments/zone-lost.yaml")).unwrap();
+    assert!(experiment.contains("zone: zone-a"), "{experiment}");
+    // Not from nodedown's own verdict: the scheduler said why the replacement cannot run (the
+    // PV's node affinity), and the PV the provisioner made is bound to the lost zone.
+    let run = q.join("runs/qualify-zone-lost/zone-lost/1");
+    let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    assert!(
+        events.contains("volume node affinity conflict"),
+        "the scheduler refused the other zones for the volume's node affinity"
+    );
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}

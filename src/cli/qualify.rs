@@ -204,7 +204,7 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         ClassPlan::Create { object, .. } => object["provisioner"].as_str().map(str::to_string),
         ClassPlan::Installed(_) => None,
     };
-    let (facts, driver_facts, fence_class) = match cluster_facts(
+    let (facts, driver_facts, fence_class, zones) = match cluster_facts(
         &args.run,
         &class,
         driver.as_ref().map(|d| d.driver.as_str()),
@@ -212,8 +212,8 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     )
     .await
     {
-        Some((f, d, c)) => (Some(f), d, c),
-        None => (None, None, None),
+        Some((f, d, c, z)) => (Some(f), d, c, z),
+        None => (None, None, None, Vec::new()),
     };
     let attaches = facts.as_ref().and_then(|f| f.attach_required);
     if let (Some(d), Some(p)) = (&driver, facts.as_ref().and_then(|f| f.provisioner.clone())) {
@@ -232,6 +232,19 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         None => Storage::from_class(&class, attaches),
     };
     storage.network_fence_class = fence_class;
+    storage.zones = zones;
+    if driver.is_none() {
+        // No testdriver file: a driver that publishes topology keys makes zonal volumes.
+        storage.zonal = driver_facts
+            .as_ref()
+            .filter(|f| !f.topology_keys.is_empty())
+            .map(|f| {
+                format!(
+                    "the driver publishes the topology keys {} on its CSINodes",
+                    f.topology_keys.join(", ")
+                )
+            });
+    }
     let rows = matrix(&storage, args.quick);
     if let Err(code) = check_only(&rows, &args.run.only) {
         return code;
@@ -355,17 +368,34 @@ fn class_plan(
             (Some(c), _) => ClassPlan::Installed(c.clone()),
             (None, Some(ClassSource::FromExistingClassName(c))) => ClassPlan::Installed(c),
             (None, Some(ClassSource::FromName)) => {
-                // As upstream: a class whose provisioner is DriverInfo.Name, nothing else set.
+                // As upstream: a class whose provisioner is DriverInfo.Name, nothing else set —
+                // but for a driver with TopologyKeys, WaitForFirstConsumer, as upstream's
+                // topology suite makes its delayed-binding class: the volume is then made in the
+                // zone of the node the scheduler picked inside the run's lane, where the
+                // replacement can follow it (Immediate binding picks a zone before the pod, maybe
+                // one the lane does not reach).
                 let name = class_name();
                 let provisioner = driver.map(|d| d.driver.clone()).unwrap_or_default();
+                let zonal = driver.is_some_and(|d| !d.topology_keys.is_empty());
+                let mut object = serde_json::json!({
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "StorageClass",
+                    "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "nodedown"}},
+                    "provisioner": provisioner,
+                });
+                if zonal {
+                    object["volumeBindingMode"] = "WaitForFirstConsumer".into();
+                }
                 ClassPlan::Create {
-                    object: serde_json::json!({
-                        "apiVersion": "storage.k8s.io/v1",
-                        "kind": "StorageClass",
-                        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "nodedown"}},
-                        "provisioner": provisioner,
-                    }),
-                    from: format!("StorageClass.FromName: provisioner {provisioner}"),
+                    object,
+                    from: format!(
+                        "StorageClass.FromName: provisioner {provisioner}{}",
+                        if zonal {
+                            ", volumeBindingMode WaitForFirstConsumer (the driver has TopologyKeys)"
+                        } else {
+                            ""
+                        }
+                    ),
                     name,
                 }
             }
@@ -704,6 +734,7 @@ async fn cluster_facts(
     crate::timeline::ClusterFacts,
     Option<crate::runner::DriverFacts>,
     Option<String>,
+    Vec<(String, usize)>,
 )> {
     let context = context_of(args);
     let (client, _) = crate::cluster::client_for_context(Some(&context))
@@ -733,5 +764,33 @@ async fn cluster_facts(
             .flatten(),
         None => None,
     };
-    Some((facts, driver_facts, fence_class))
+    // The zones and their schedulable workers: the zone-lost row loses one of them.
+    let zones = match kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list(&Default::default())
+        .await
+    {
+        Ok(nodes) => zones_of(&nodes.items),
+        Err(_) => Vec::new(),
+    };
+    Some((facts, driver_facts, fence_class, zones))
+}
+
+/// The zones of the schedulable workers (`topology.kubernetes.io/zone`), by name, each with
+/// how many it has.
+fn zones_of(nodes: &[k8s_openapi::api::core::v1::Node]) -> Vec<(String, usize)> {
+    let workers = crate::runner::heal::schedulable_workers(nodes);
+    let mut zones: std::collections::BTreeMap<String, usize> = Default::default();
+    for n in nodes {
+        let zone = n
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(crate::spec::ZONE_LABEL));
+        if let (Some(zone), Some(name)) = (zone, &n.metadata.name) {
+            if workers.contains(name) {
+                *zones.entry(zone.clone()).or_default() += 1;
+            }
+        }
+    }
+    zones.into_iter().collect()
 }

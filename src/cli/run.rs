@@ -979,11 +979,23 @@ impl Invocation<'_> {
             .list(&Default::default())
             .await
             .map_err(|e| format!("list nodes: {e}"))?;
-        let mut workers = runner::heal::schedulable_workers(&nodes.items);
+        let mut names = runner::heal::schedulable_workers(&nodes.items);
         // The node nodedown runs on is in no lane: nothing of a run goes there.
-        workers.retain(|w| Some(w) != self.args.runner_node.as_ref());
+        names.retain(|w| Some(w) != self.args.runner_node.as_ref());
+        let workers: Vec<lanes::Worker> = names
+            .iter()
+            .map(|name| {
+                let zone = nodes
+                    .items
+                    .iter()
+                    .find(|n| n.metadata.name.as_ref() == Some(name))
+                    .and_then(|n| n.metadata.labels.as_ref())
+                    .and_then(|l| l.get(crate::spec::ZONE_LABEL));
+                lanes::Worker::new(name, zone.map(String::as_str))
+            })
+            .collect();
         let (need, laneable) = lanes::demand(self.runs, self.args.allow_control_plane);
-        let count = lanes::lane_count(self.args.parallel, workers.len(), need, laneable);
+        let count = lanes::lane_count(self.args.parallel, lanes::room(&workers, need), laneable);
         if count <= 1 {
             self.progress.step(&format!(
                 "--parallel: {} schedulable worker(s) and {laneable} run(s) that can share the cluster make room for one lane; the runs go one after the other",
@@ -991,7 +1003,7 @@ impl Invocation<'_> {
             ));
             return Ok(vec![]);
         }
-        let lanes = lanes::split(&workers, count);
+        let lanes = lanes::split(&workers, count, need);
         for lane in &lanes {
             self.progress
                 .step(&format!("lane {}: {}", lane.index, lane.nodes.join(", ")));
@@ -1394,7 +1406,8 @@ fn lanes_text(
         .and_then(|(c, t)| kind_config_workers(&t).map(|w| (c, w)));
     let count = match &workers {
         Some((config, w)) => {
-            let count = lanes::lane_count(parallel, *w, need, laneable);
+            // Room before the zones are known: the split at the start may make fewer lanes.
+            let count = lanes::lane_count(parallel, *w / need.max(1), laneable);
             let _ = writeln!(
                 s,
                 "--parallel: {w} worker(s) in {} make room for {count} lane(s) of {need} node(s) or more (the schedulable workers are split when the invocation starts)",

@@ -77,11 +77,64 @@ pub fn alone_reason(run: &PlannedRun, allow_control_plane: bool) -> Option<Strin
     None
 }
 
-/// How many lanes the invocation gets: what `parallel` asks for, at most as many as `workers`
-/// schedulable workers make room for (each lane needs `need` nodes) and as many as there are
-/// runs that can go in a lane. 1 means no lanes: every run has the whole cluster.
-pub fn lane_count(parallel: Parallel, workers: usize, need: usize, laneable: usize) -> usize {
-    let room = workers / need.max(1);
+/// A schedulable worker and its zone (`topology.kubernetes.io/zone`), if it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worker {
+    pub name: String,
+    pub zone: Option<String>,
+}
+
+impl Worker {
+    pub fn new(name: &str, zone: Option<&str>) -> Worker {
+        Worker {
+            name: name.to_string(),
+            zone: zone.map(str::to_string),
+        }
+    }
+}
+
+/// The workers by zone (zones by name, workers without a zone last as one group of their own;
+/// names sorted in each). A zone with fewer than `need` workers cannot hold a run and its
+/// replacement: such zones are put together in one group after the others, or, when even
+/// together they are fewer than `need`, added to the last group.
+fn zone_groups(workers: &[Worker], need: usize) -> Vec<Vec<String>> {
+    let mut by_zone: std::collections::BTreeMap<(bool, String), Vec<String>> = Default::default();
+    for w in workers {
+        let key = (w.zone.is_none(), w.zone.clone().unwrap_or_default());
+        by_zone.entry(key).or_default().push(w.name.clone());
+    }
+    let (mut groups, mut small) = (Vec::new(), Vec::new());
+    for (_, mut names) in by_zone {
+        names.sort();
+        if names.len() >= need.max(1) {
+            groups.push(names);
+        } else {
+            small.extend(names);
+        }
+    }
+    if small.len() >= need.max(1) || groups.is_empty() {
+        if !small.is_empty() {
+            groups.push(small);
+        }
+    } else if let Some(last) = groups.last_mut() {
+        last.extend(small);
+    }
+    groups
+}
+
+/// How many lanes of `need` nodes the workers make room for, no lane mixing parts of zones
+/// (see [`split`]).
+pub fn room(workers: &[Worker], need: usize) -> usize {
+    zone_groups(workers, need)
+        .iter()
+        .map(|g| g.len() / need.max(1))
+        .sum()
+}
+
+/// How many lanes the invocation gets: what `parallel` asks for, at most the `room` the
+/// workers make (see [`room`]) and as many as there are runs that can go in a lane. 1 means no
+/// lanes: every run has the whole cluster.
+pub fn lane_count(parallel: Parallel, room: usize, laneable: usize) -> usize {
     let asked = match parallel {
         Parallel::Lanes(n) => n,
         Parallel::Auto => room,
@@ -89,25 +142,57 @@ pub fn lane_count(parallel: Parallel, workers: usize, need: usize, laneable: usi
     asked.min(room).min(laneable).max(1)
 }
 
-/// Splits `workers` (sorted by name first) into `count` lanes of consecutive nodes, as even
-/// as they go (the first lanes get one more when they do not divide).
-pub fn split(workers: &[String], count: usize) -> Vec<Lane> {
-    let mut sorted = workers.to_vec();
-    sorted.sort();
-    let count = count.max(1).min(sorted.len().max(1));
-    let (base, extra) = (sorted.len() / count, sorted.len() % count);
-    let mut lanes = Vec::new();
-    let mut rest = sorted.as_slice();
-    for i in 0..count {
-        let size = base + usize::from(i < extra);
-        let (nodes, tail) = rest.split_at(size);
-        lanes.push(Lane {
-            index: i as u32 + 1,
-            nodes: nodes.to_vec(),
-        });
-        rest = tail;
+/// Splits `workers` into `count` lanes along their zones, so that a zonal volume can always
+/// follow its pod: a lane is either whole zones, or a part of one zone of at least `need`
+/// nodes — never a part of a zone together with other nodes, where a pod could start on the
+/// zone's only node in the lane and its replacement find no node of the zone. With more
+/// zones than lanes, consecutive zones share a lane (as even as they go); with fewer, each zone
+/// gets a lane and the rest go to the zones with the most room left, a zone's lanes as even as
+/// they go. Workers without a zone are one zone of their own, so on a cluster without zone
+/// labels this is consecutive nodes by name, as even as they go.
+pub fn split(workers: &[Worker], count: usize, need: usize) -> Vec<Lane> {
+    let groups = zone_groups(workers, need);
+    let count = count.max(1);
+    let need = need.max(1);
+    let mut lanes: Vec<Vec<String>> = Vec::new();
+    if count < groups.len() {
+        let (base, extra) = (groups.len() / count, groups.len() % count);
+        let mut rest = groups.as_slice();
+        for i in 0..count {
+            let (chunk, tail) = rest.split_at(base + usize::from(i < extra));
+            lanes.push(chunk.concat());
+            rest = tail;
+        }
+    } else {
+        let mut lanes_of = vec![1usize; groups.len()];
+        for _ in groups.len()..count {
+            let spare = |i: usize| (groups[i].len() / need).saturating_sub(lanes_of[i]);
+            match (0..groups.len())
+                .filter(|&i| spare(i) > 0)
+                .max_by_key(|&i| (spare(i), std::cmp::Reverse(i)))
+            {
+                Some(i) => lanes_of[i] += 1,
+                None => break,
+            }
+        }
+        for (group, n) in groups.iter().zip(lanes_of) {
+            let (base, extra) = (group.len() / n, group.len() % n);
+            let mut rest = group.as_slice();
+            for i in 0..n {
+                let (nodes, tail) = rest.split_at(base + usize::from(i < extra));
+                lanes.push(nodes.to_vec());
+                rest = tail;
+            }
+        }
     }
     lanes
+        .into_iter()
+        .enumerate()
+        .map(|(i, nodes)| Lane {
+            index: i as u32 + 1,
+            nodes,
+        })
+        .collect()
 }
 
 /// Where each run goes: in a lane, or alone with the reason.
@@ -171,10 +256,6 @@ pub fn can_start(next: Option<&Placement>, free_lanes: usize, running: usize) ->
 mod tests {
     use super::*;
 
-    fn workers(n: usize) -> Vec<String> {
-        (1..=n).map(|i| format!("w{i}")).collect()
-    }
-
     #[test]
     fn parallel_parses_numbers_and_auto() {
         assert_eq!("3".parse::<Parallel>(), Ok(Parallel::Lanes(3)));
@@ -183,50 +264,119 @@ mod tests {
         assert!("two".parse::<Parallel>().is_err());
     }
 
+    fn unzoned(names: &[&str]) -> Vec<Worker> {
+        names.iter().map(|n| Worker::new(n, None)).collect()
+    }
+
+    fn names(lanes: &[Lane]) -> Vec<String> {
+        lanes.iter().map(|l| l.nodes.join(",")).collect()
+    }
+
+    /// testenv's fast profile: three zones of two workers.
+    fn testenv() -> Vec<Worker> {
+        [
+            ("nodedown-worker", "zone-a"),
+            ("nodedown-worker2", "zone-a"),
+            ("nodedown-worker3", "zone-b"),
+            ("nodedown-worker4", "zone-b"),
+            ("nodedown-worker5", "zone-c"),
+            ("nodedown-worker6", "zone-c"),
+        ]
+        .iter()
+        .rev()
+        .map(|(n, z)| Worker::new(n, Some(z)))
+        .collect()
+    }
+
     #[test]
     fn lane_count_is_bounded_by_room_and_runs() {
-        assert_eq!(lane_count(Parallel::Lanes(3), 6, 2, 13), 3);
+        let room6 = room(&unzoned(&["a", "b", "c", "d", "e", "f"]), 2);
+        assert_eq!(room6, 3);
+        assert_eq!(lane_count(Parallel::Lanes(3), room6, 13), 3);
         assert_eq!(
-            lane_count(Parallel::Lanes(4), 6, 2, 13),
+            lane_count(Parallel::Lanes(4), room6, 13),
             3,
             "6 workers: room for 3"
         );
-        assert_eq!(lane_count(Parallel::Auto, 6, 2, 13), 3);
-        assert_eq!(lane_count(Parallel::Auto, 7, 2, 13), 3);
+        assert_eq!(lane_count(Parallel::Auto, room6, 13), 3);
+        assert_eq!(room(&unzoned(&["a", "b", "c", "d", "e", "f", "g"]), 2), 3);
         assert_eq!(
-            lane_count(Parallel::Auto, 6, 2, 2),
+            lane_count(Parallel::Auto, room6, 2),
             2,
             "two runs need two lanes"
         );
         assert_eq!(
-            lane_count(Parallel::Auto, 3, 2, 13),
+            lane_count(Parallel::Auto, room(&unzoned(&["a", "b", "c"]), 2), 13),
             1,
             "3 workers: one lane"
         );
-        assert_eq!(lane_count(Parallel::Lanes(1), 6, 2, 13), 1);
-        assert_eq!(lane_count(Parallel::Auto, 0, 2, 13), 1);
+        assert_eq!(lane_count(Parallel::Lanes(1), room6, 13), 1);
+        assert_eq!(lane_count(Parallel::Auto, room(&[], 2), 13), 1);
+        assert_eq!(room(&testenv(), 2), 3);
+        // Zones of one worker cannot hold a run and its replacement apart, but together can.
+        let ones = [
+            ("w1", "z1"),
+            ("w2", "z2"),
+            ("w3", "z3"),
+            ("w4", "z4"),
+            ("w5", "z4"),
+        ]
+        .map(|(n, z)| Worker::new(n, Some(z)));
+        assert_eq!(room(&ones, 2), 2);
     }
 
     #[test]
     fn split_is_disjoint_even_and_sorted() {
-        let lanes = split(
-            &["w3", "w1", "w5", "w2", "w4", "w6", "w7"].map(String::from),
-            3,
-        );
-        assert_eq!(
-            lanes.iter().map(|l| l.nodes.join(",")).collect::<Vec<_>>(),
-            ["w1,w2,w3", "w4,w5", "w6,w7"]
-        );
+        let lanes = split(&unzoned(&["w3", "w1", "w5", "w2", "w4", "w6", "w7"]), 3, 2);
+        assert_eq!(names(&lanes), ["w1,w2,w3", "w4,w5", "w6,w7"]);
         assert_eq!(lanes.iter().map(|l| l.index).collect::<Vec<_>>(), [1, 2, 3]);
         let all: Vec<&String> = lanes.iter().flat_map(|l| &l.nodes).collect();
         assert_eq!(all.len(), 7);
         assert_eq!(
-            split(&workers(6), 3)
-                .iter()
-                .map(|l| l.nodes.len())
-                .collect::<Vec<_>>(),
-            [2, 2, 2]
+            names(&split(&unzoned(&["a", "b", "c", "d", "e", "f"]), 2, 2)),
+            ["a,b,c", "d,e,f"],
+            "without zones: consecutive nodes by name, as before"
         );
+    }
+
+    #[test]
+    fn lanes_follow_zones_so_a_zonal_volume_can_follow_its_pod() {
+        // One lane per zone.
+        assert_eq!(
+            names(&split(&testenv(), 3, 2)),
+            [
+                "nodedown-worker,nodedown-worker2",
+                "nodedown-worker3,nodedown-worker4",
+                "nodedown-worker5,nodedown-worker6"
+            ]
+        );
+        // Two lanes: whole zones together, never a zone cut in two.
+        assert_eq!(
+            names(&split(&testenv(), 2, 2)),
+            [
+                "nodedown-worker,nodedown-worker2,nodedown-worker3,nodedown-worker4",
+                "nodedown-worker5,nodedown-worker6"
+            ]
+        );
+        // More lanes than zones: the big zone gets the extra lanes.
+        let mut w = testenv();
+        w.extend(["x1", "x2", "x3", "x4"].map(|n| Worker::new(n, Some("zone-a"))));
+        let lanes = split(&w, 4, 2);
+        assert_eq!(lanes.len(), 4);
+        for lane in &lanes {
+            let zones: std::collections::BTreeSet<_> = lane
+                .nodes
+                .iter()
+                .map(|n| w.iter().find(|x| &x.name == n).unwrap().zone.clone())
+                .collect();
+            assert_eq!(
+                zones.len(),
+                1,
+                "a lane cut from zones is in one zone: {lane:?}"
+            );
+            assert!(lane.nodes.len() >= 2, "{lane:?}");
+        }
+        assert_eq!(lanes.iter().map(|l| l.nodes.len()).sum::<usize>(), 10);
     }
 
     fn run(remediation: RemediationSpec) -> PlannedRun {

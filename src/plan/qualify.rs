@@ -35,6 +35,13 @@ pub struct Storage {
     /// The cluster's `NetworkFenceClass` for the driver (csi-addons), when it has one: the
     /// storage-fence row runs.
     pub network_fence_class: Option<String>,
+    /// Why the class's volumes are zonal (reachable from their zone only, like a cloud disk),
+    /// when they are: the testdriver file's `TopologyKeys`, else the topology keys the driver
+    /// publishes on its CSINodes. `None`: a volume may be used from any zone.
+    pub zonal: Option<String>,
+    /// The cluster's zones (`topology.kubernetes.io/zone`) and how many schedulable workers
+    /// each has, by name; empty when unknown or when no node carries the label.
+    pub zones: Vec<(String, usize)>,
 }
 
 impl Storage {
@@ -53,6 +60,13 @@ impl Storage {
                 .get("PodStart")
                 .and_then(|t| crate::spec::duration::parse(t).ok()),
             network_fence_class: None,
+            zonal: (!d.topology_keys.is_empty()).then(|| {
+                format!(
+                    "the testdriver file's TopologyKeys ({})",
+                    d.topology_keys.join(", ")
+                )
+            }),
+            zones: Vec::new(),
         }
     }
 
@@ -68,6 +82,8 @@ impl Storage {
             block: false,
             pod_start: None,
             network_fence_class: None,
+            zonal: None,
+            zones: Vec::new(),
         }
     }
 }
@@ -387,6 +403,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
             expect(true, Some(mins(1)), vec![], vec![]),
         ),
     });
+    rows.push(zone_lost(storage, attaches));
     rows.push(Row {
         id: "block",
         title: "a raw block volume, node powered off, out-of-service taint: recovers, nothing lost",
@@ -414,6 +431,82 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// The zone of the volume lost: every worker of one zone powered off at once and tainted.
+/// A zonal volume cannot follow its pod out of the zone (the PV's node affinity is its zone):
+/// nothing recovers, by design; a volume of any zone recovers in another zone.
+fn zone_lost(storage: &Storage, attaches: bool) -> Row {
+    const ID: &str = "zone-lost";
+    let title = "every node of the volume's zone powered off, each tainted: a zonal volume stays down (expected), any other recovers in another zone";
+    // The zone the ledger starts in: the first by name with room for the ledger (a zone's
+    // workers are the run's homes), among at least two zones (one to lose, one left).
+    let zone = storage.zones.iter().find(|(_, workers)| *workers >= 1);
+    let body = match zone {
+        _ if storage.zones.len() < 2 => RowBody::NotApplicable(format!(
+            "the cluster has {} zone(s) with schedulable workers (label topology.kubernetes.io/zone): losing one needs another left",
+            storage.zones.len()
+        )),
+        None => RowBody::NotApplicable("no zone has a schedulable worker".into()),
+        Some((zone, _)) => {
+            let shape = Shape {
+                fault: FaultKind::NodeShutdown,
+                graceful: false,
+                mode: AccessMode::ReadWriteOnce,
+                volume_mode: VolumeMode::Filesystem,
+            };
+            let expect = if storage.zonal.is_some() {
+                Expectations {
+                    // The ledger's pod and its volume are in the lost zone: nothing can read it.
+                    integrity: None,
+                    ..expect(
+                        false,
+                        None,
+                        vec![],
+                        if attaches {
+                            vec![Phase::VolumeAttached]
+                        } else {
+                            vec![]
+                        },
+                    )
+                }
+            } else {
+                expect(true, Some(mins(3)), attach_seen_for(attaches), vec![])
+            };
+            let recovery = if storage.zonal.is_some() {
+                Duration::from_secs(90)
+            } else {
+                mins(3)
+            };
+            let mut e = experiment(storage, ID, shape, taint(false), recovery, expect);
+            e.fault.target = Target {
+                node_of: String::new(),
+                zone: Some(zone.clone()),
+                nodes: vec![],
+                count: None,
+            };
+            RowBody::Run(Box::new(e))
+        }
+    };
+    Row {
+        id: ID,
+        title,
+        source: match &storage.zonal {
+            Some(why) => format!(
+                "zonal volumes ({why}): the provisioned PV's node affinity is its zone, so the scheduler's VolumeBinding admits no node of another zone and the replacement stays Pending; a zonal driver cannot survive the loss of its zone, by design"
+            ),
+            None => "a volume without topology (no TopologyKeys, no topology keys on the driver's CSINodes) may be used from any zone: each lost node tainted, the replacement attaches it in another zone".into(),
+        },
+        body,
+    }
+}
+
+fn attach_seen_for(attaches: bool) -> Vec<Phase> {
+    if attaches {
+        ATTACH_PHASES.to_vec()
+    } else {
+        vec![]
+    }
 }
 
 /// What a row does to the ledger's node, and the claim's access mode.
@@ -666,6 +759,64 @@ mod tests {
                 assert_eq!(e.workload.volume_mode, VolumeMode::Filesystem, "{}", r.id);
             }
         }
+    }
+
+    #[test]
+    fn losing_the_volumes_zone_recovers_only_a_volume_of_any_zone() {
+        let zones = vec![("zone-a".to_string(), 2), ("zone-b".to_string(), 2)];
+        // No zones (or one): nothing to lose one of and keep another.
+        let mut s = Storage::from_class("nodedown-attach", Some(true));
+        for z in [vec![], zones[..1].to_vec()] {
+            s.zones = z;
+            match &matrix(&s, true)
+                .iter()
+                .find(|r| r.id == "zone-lost")
+                .unwrap()
+                .body
+            {
+                RowBody::NotApplicable(why) => assert!(why.contains("another left"), "{why}"),
+                RowBody::Run(_) => panic!("zone-lost runs without two zones"),
+            }
+        }
+        // A volume of any zone: the taint brings it back in the other zone.
+        s.zones = zones.clone();
+        let rows = matrix(&s, true);
+        let e = exp(&rows, "zone-lost");
+        assert_eq!(e.fault.target.zone.as_deref(), Some("zone-a"));
+        assert_eq!(e.fault.target.node_of, "");
+        let x = expect_of(&rows, "zone-lost");
+        assert_eq!(x.recovered, Some(true));
+        assert_eq!(x.integrity, Some(IntegrityExpectation::Pass));
+        assert_eq!(x.phases.as_ref().unwrap().seen, ATTACH_PHASES.to_vec());
+        // A zonal volume stays down: no attach anywhere, and nothing can read its data.
+        s.zonal = Some("the testdriver file's TopologyKeys (topology.kubernetes.io/zone)".into());
+        let rows = matrix(&s, true);
+        let x = expect_of(&rows, "zone-lost");
+        assert_eq!(x.recovered, Some(false));
+        assert_eq!(x.integrity, None);
+        assert_eq!(x.phases.as_ref().unwrap().not_seen, [Phase::VolumeAttached]);
+        let row = rows.iter().find(|r| r.id == "zone-lost").unwrap();
+        assert!(row.source.contains("TopologyKeys") && row.source.contains("by design"));
+        // Written as a file `nodedown run` reads back unchanged.
+        let text = file_text(&s.class, exp(&rows, "zone-lost"));
+        let back = crate::spec::parse_str(&text, Path::new("zone-lost.yaml"))
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(&back, exp(&rows, "zone-lost"), "{text}");
+    }
+
+    #[test]
+    fn a_testdrivers_topology_keys_make_its_volumes_zonal() {
+        let text = "StorageClass: {FromName: true}\nDriverInfo:\n  Name: d\n  TopologyKeys: [topology.kubernetes.io/zone]\n  Capabilities: {persistence: true}\n";
+        let d = crate::spec::parse_testdriver(text, Path::new("d.yaml"))
+            .unwrap()
+            .0;
+        let s = Storage::from_driver(&d, "c", Some(true));
+        assert!(s.zonal.unwrap().contains("topology.kubernetes.io/zone"));
+        let text = "StorageClass: {FromName: true}\nDriverInfo:\n  Name: d\n  Capabilities: {persistence: true}\n";
+        let d = crate::spec::parse_testdriver(text, Path::new("d.yaml"))
+            .unwrap()
+            .0;
+        assert_eq!(Storage::from_driver(&d, "c", Some(true)).zonal, None);
     }
 
     #[test]

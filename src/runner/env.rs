@@ -648,6 +648,10 @@ pub async fn attach_required(
 pub struct DriverFacts {
     pub version: Option<String>,
     pub registered_nodes: Vec<String>,
+    /// The topology keys the driver's node plugins publish on their CSINodes (sorted, once
+    /// each): a topology-aware driver, whose provisioned volumes are reachable from their
+    /// topology domain only (a zonal disk).
+    pub topology_keys: Vec<String>,
 }
 
 pub async fn driver_facts(client: &Client, driver: &str) -> Result<DriverFacts, kube::Error> {
@@ -657,18 +661,23 @@ pub async fn driver_facts(client: &Client, driver: &str) -> Result<DriverFacts, 
         .await?
         .and_then(|d| d.metadata.labels)
         .and_then(|l| l.get("app.kubernetes.io/version").cloned());
-    let mut registered_nodes: Vec<String> = kube::Api::<CSINode>::all(client.clone())
+    let csinodes = kube::Api::<CSINode>::all(client.clone())
         .list(&Default::default())
         .await?
-        .items
-        .into_iter()
-        .filter(|n| n.spec.drivers.iter().any(|d| d.name == driver))
-        .filter_map(|n| n.metadata.name)
-        .collect();
+        .items;
+    let mut registered_nodes = Vec::new();
+    let mut topology_keys = std::collections::BTreeSet::new();
+    for n in csinodes {
+        if let Some(d) = n.spec.drivers.iter().find(|d| d.name == driver) {
+            topology_keys.extend(d.topology_keys.iter().flatten().cloned());
+            registered_nodes.extend(n.metadata.name);
+        }
+    }
     registered_nodes.sort();
     Ok(DriverFacts {
         version,
         registered_nodes,
+        topology_keys: topology_keys.into_iter().collect(),
     })
 }
 

@@ -101,7 +101,27 @@ func (c *controller) CreateVolume(_ context.Context, req *csi.CreateVolumeReques
 	if len(id) > 200 {
 		id = id[:200]
 	}
-	if _, err := c.store.CreateVolume(id, capacity); err != nil {
+	// A topology requirement makes a zonal volume, in the first preferred zone (the zone of
+	// the node the scheduler picked, under WaitForFirstConsumer), else the first requisite one;
+	// unless the class says `nodedown.dev/zones: any`.
+	zone := ""
+	switch z := req.GetParameters()[ZonesParameter]; z {
+	case "", "one", "any":
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "parameter %s: %q is neither `one` (a zonal volume, the default) nor `any` (a volume every zone reaches)", ZonesParameter, z)
+	}
+	if req.GetAccessibilityRequirements() != nil && req.GetParameters()[ZonesParameter] != "any" {
+		for _, t := range append(req.GetAccessibilityRequirements().GetPreferred(), req.GetAccessibilityRequirements().GetRequisite()...) {
+			if z := t.GetSegments()[TopologyKey]; z != "" {
+				zone = z
+				break
+			}
+		}
+	}
+	if zone != "" {
+		vol.AccessibleTopology = []*csi.Topology{{Segments: map[string]string{TopologyKey: zone}}}
+	}
+	if _, err := c.store.CreateZonalVolume(id, capacity, zone); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, status.Error(codes.AlreadyExists, err.Error())
 		}
@@ -169,6 +189,9 @@ func (c *controller) ControllerPublishVolume(_ context.Context, req *csi.Control
 	}
 	if !c.store.NodeKnown(nodeID) {
 		return nil, status.Errorf(codes.NotFound, "node %s is not known to this storage (no node plugin registered it)", nodeID)
+	}
+	if zone := c.store.VolumeZone(id); zone != "" && c.store.NodeZone(nodeID) != zone {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is in zone %s and node %s is not (zone %q): a zonal volume attaches to its zone's nodes only", id, zone, nodeID, c.store.NodeZone(nodeID))
 	}
 	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
 	err := c.store.Attach(id, Attachment{Node: nodeID, Mode: mode.String(), Multi: multiNode(mode), Readonly: req.GetReadonly()})

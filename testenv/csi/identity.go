@@ -16,11 +16,15 @@ func (identity) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.
 }
 
 func (identity) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
-	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{{
-		Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{
-			Type: csi.PluginCapability_Service_CONTROLLER_SERVICE,
-		}},
-	}}}, nil
+	service := func(t csi.PluginCapability_Service_Type) *csi.PluginCapability {
+		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: t}}}
+	}
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
+		service(csi.PluginCapability_Service_CONTROLLER_SERVICE),
+		// A volume made with a topology requirement is a zonal disk: reachable from its zone's
+		// nodes only (NodeGetInfo gives each node's zone).
+		service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
+	}}, nil
 }
 
 func (identity) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {

@@ -56,6 +56,8 @@ func main() {
 	regDir := fs.String("registration-dir", "", "kubelet plugin registration directory; empty: do not register")
 	addonsEndpoint := fs.String("csiaddons-endpoint", "", "the csi-addons services (identity, network fence) on this gRPC endpoint (unix://PATH); empty: not served")
 	nodeAddr := fs.String("node-address", os.Getenv("NODE_IP"), "the address this node reaches the storage from: its client in the fence table (node plugin)")
+	zoneFlag := fs.String("zone", "", "this node's zone (topology.kubernetes.io/zone), its accessible topology (node plugin); empty: read --kubelet-flags")
+	kubeletFlags := fs.String("kubelet-flags", "", "the kubelet's kubeadm-flags.env: the zone is read from its --node-labels (the Downward API cannot give a node's labels)")
 	_ = fs.Parse(os.Args[2:])
 
 	store, err := OpenStore(*root)
@@ -81,10 +83,19 @@ func main() {
 		if *nodeID == "" {
 			log.Fatal("nodedown-csi: --node-id (or NODE_NAME) is required for the node plugin")
 		}
-		if err := store.RegisterNode(*nodeID); err != nil {
+		zone := *zoneFlag
+		if zone == "" && *kubeletFlags != "" {
+			if zone, err = zoneFromKubeletFlags(*kubeletFlags); err != nil {
+				log.Fatalf("nodedown-csi: %v", err)
+			}
+		}
+		if err := store.RegisterNode(*nodeID, zone); err != nil {
 			log.Fatalf("nodedown-csi: %v", err)
 		}
-		n := &node{store: store, id: *nodeID}
+		if zone != "" {
+			log.Printf("nodedown-csi: node %s in zone %s", *nodeID, zone)
+		}
+		n := &node{store: store, id: *nodeID, zone: zone}
 		if *nodeAddr != "" {
 			if err := store.RegisterClient(*nodeID, *nodeAddr); err != nil {
 				log.Fatalf("nodedown-csi: %v", err)

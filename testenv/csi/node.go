@@ -23,7 +23,9 @@ type node struct {
 	csi.UnimplementedNodeServer
 	store *Store
 	id    string
-	mu    sync.Mutex
+	// zone: the node's topology.kubernetes.io/zone ("" for none), its accessible topology.
+	zone string
+	mu   sync.Mutex
 	// published: volume ID -> target paths this plugin published it at (kept to enforce
 	// SINGLE_NODE_SINGLE_WRITER, i.e. ReadWriteOncePod, across targets; checked against
 	// mountinfo, so a target unmounted behind our back does not count).
@@ -41,7 +43,11 @@ func nodeCap(t csi.NodeServiceCapability_RPC_Type) *csi.NodeServiceCapability {
 }
 
 func (n *node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
-	return &csi.NodeGetInfoResponse{NodeId: n.id}, nil
+	info := &csi.NodeGetInfoResponse{NodeId: n.id}
+	if n.zone != "" {
+		info.AccessibleTopology = &csi.Topology{Segments: map[string]string{TopologyKey: n.zone}}
+	}
+	return info, nil
 }
 
 func (n *node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {

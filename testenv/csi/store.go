@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -61,11 +62,18 @@ func (s *Store) VolumeExists(id string) bool {
 
 type meta struct {
 	CapacityBytes int64 `json:"capacityBytes"`
+	// Zone: the topology the volume is accessible from (a zonal disk), "" for every zone.
+	Zone string `json:"zone,omitempty"`
 }
 
 // CreateVolume makes volume id with the given capacity; created=false when it existed with the
 // same capacity; an error wrapping os.ErrExist when it existed with another.
 func (s *Store) CreateVolume(id string, capacity int64) (bool, error) {
+	return s.CreateZonalVolume(id, capacity, "")
+}
+
+// CreateZonalVolume is CreateVolume for a volume accessible from zone only ("" for every zone).
+func (s *Store) CreateZonalVolume(id string, capacity int64, zone string) (bool, error) {
 	if err := checkID(id); err != nil {
 		return false, err
 	}
@@ -85,7 +93,7 @@ func (s *Store) CreateVolume(id string, capacity int64) (bool, error) {
 	if err := os.MkdirAll(s.VolumeDir(id), 0o777); err != nil {
 		return false, err
 	}
-	b, _ := json.Marshal(meta{CapacityBytes: capacity})
+	b, _ := json.Marshal(meta{CapacityBytes: capacity, Zone: zone})
 	return true, os.WriteFile(metaPath, b, 0o644)
 }
 
@@ -124,11 +132,31 @@ func (s *Store) DeleteVolume(id string) error {
 	return os.RemoveAll(s.VolumeDir(id))
 }
 
-func (s *Store) RegisterNode(node string) error {
+// RegisterNode records that a node plugin serves node, in zone (its topology; "" for none).
+func (s *Store) RegisterNode(node, zone string) error {
 	if err := checkID(node); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(s.root, "nodes", node), nil, 0o644)
+	return os.WriteFile(filepath.Join(s.root, "nodes", node), []byte(zone), 0o644)
+}
+
+// NodeZone is the zone node registered with ("" when none or unknown).
+func (s *Store) NodeZone(node string) string {
+	if checkID(node) != nil {
+		return ""
+	}
+	b, _ := os.ReadFile(filepath.Join(s.root, "nodes", node))
+	return strings.TrimSpace(string(b))
+}
+
+// VolumeZone is the zone CreateVolume placed volume id in ("" for a volume reachable from
+// every zone: made without a topology requirement, or pre-provisioned).
+func (s *Store) VolumeZone(id string) string {
+	var m meta
+	if b, err := os.ReadFile(filepath.Join(s.root, "meta", id+".json")); err == nil && json.Unmarshal(b, &m) == nil {
+		return m.Zone
+	}
+	return ""
 }
 
 func (s *Store) NodeKnown(node string) bool {
