@@ -3431,8 +3431,9 @@ fn qualify_loses_the_zone_of_a_zonal_volume_and_expects_no_recovery() {
     let run = q.join("runs/qualify-zone-lost/zone-lost/1");
     let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
     assert!(
-        events.contains("volume node affinity conflict"),
-        "the scheduler refused the other zones for the volume's node affinity"
+        events.contains("at the recovery timeout, pod ledger-0: not scheduled")
+            && events.contains("didn't match PersistentVolume's node affinity"),
+        "the scheduler refused the other zones for the volume's node affinity: {events}"
     );
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
 }

@@ -11,7 +11,7 @@ mod recorder;
 pub use acks::*;
 pub use counters::*;
 pub use diff::*;
-pub use ready::{is_control_plane, node_is_ready, pod_is_ready};
+pub use ready::{is_control_plane, node_is_ready, pod_is_ready, pod_not_ready_reason};
 pub use recorder::*;
 
 use crate::timeline::{EventKind, Resource};

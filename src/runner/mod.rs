@@ -463,7 +463,7 @@ impl Steps {
         let mut fault = self.inject(&steady).await?;
         self.remediate(&mut watch, &workload, &steady, &mut fault)
             .await?;
-        self.recover(&mut watch, &fault).await;
+        self.recover(&mut watch, &workload, &fault).await;
         self.controller_counters("after-recovery").await;
         if !fault.ends.is_empty() {
             // The fault ends mid-run (a thaw): observe what the old pod does afterwards.
@@ -1211,7 +1211,7 @@ impl Steps {
 
     /// Recover: a replacement Ready for every instance (the timeline's own
     /// `replacement-ready`), or the timeout.
-    async fn recover(&self, watch: &mut Watch, fault: &Injected) {
+    async fn recover(&self, watch: &mut Watch, workload: &Workload, fault: &Injected) {
         let n = watch.fleet.names().len();
         self.progress.step(&if n == 1 {
             "recover: waiting for a replacement pod Ready".to_string()
@@ -1233,6 +1233,29 @@ impl Steps {
             self.recorder.record(EventKind::RecoveryTimeout {
                 after_ms: crate::units::millis(self.run.timeouts.recovery),
             });
+            self.note_not_ready(workload).await;
+        }
+    }
+
+    /// At the recovery timeout: each pod of the workload that is not Ready, and who holds it
+    /// up in its own words (the scheduler's, the kubelet's), as notes in the timeline.
+    async fn note_not_ready(&self, workload: &Workload) {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &workload.namespace);
+        match pods
+            .list(&ListParams::default().labels(&workload.selector()))
+            .await
+        {
+            Ok(list) => {
+                for pod in &list.items {
+                    if let Some(why) = observe::pod_not_ready_reason(pod) {
+                        let name = pod.metadata.name.as_deref().unwrap_or("?");
+                        self.note(format!("at the recovery timeout, pod {name}: {why}"));
+                    }
+                }
+            }
+            Err(e) => self.note(format!(
+                "at the recovery timeout, the workload's pods could not be listed: {e}"
+            )),
         }
     }
 

@@ -28,8 +28,10 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$work/root"
+# A zone: the driver declares VOLUME_ACCESSIBILITY_CONSTRAINTS, so csi-sanity expects the node's
+# accessible topology and makes its volumes with that topology as their requirement (zonal).
 NODE_NAME=sanity-node "$CSI_BIN" all --endpoint "unix://$work/csi.sock" --root "$work/root" \
-  --node-address 127.0.0.1 >"$work/driver.log" 2>&1 &
+  --node-address 127.0.0.1 --zone zone-sanity >"$work/driver.log" 2>&1 &
 driver_pid=$!
 socket_there() { [ -S "$work/csi.sock" ]; }
 wait_for 20 "the driver's socket" socket_there

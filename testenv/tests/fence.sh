@@ -132,17 +132,24 @@ wait_for 30 "NetworkFence $fence Succeeded" succeeded
 log "    Succeeded $(secs $(( $(now_us) - requested ))) after the request: $(k get networkfence "$fence" -o jsonpath='{.status.message}')"
 refused() { [ "$(count refused)" -ge 3 ]; }
 wait_for 30 "writes through the open file refused" refused
-first_refused=$(k -n "$ns" logs w | grep -m1 '^refused ' | cut -d' ' -f2)
-if stored | grep -qx "rec $first_refused"; then fail "the storage holds rec $first_refused, which the writer saw refused"; fi
-last_stored=$(stored | tail -1)
+# Outputs are read whole before they are searched: a grep that stops at its first match would
+# end the pipe while kubectl still writes (SIGPIPE, exit 141 under pipefail).
+wlog=$(k -n "$ns" logs w)
+first_refused=$(grep -m1 '^refused ' <<<"$wlog" | cut -d' ' -f2)
+stored_now=$(stored)
+if grep -qx "rec $first_refused" <<<"$stored_now"; then fail "the storage holds rec $first_refused, which the writer saw refused"; fi
+last_stored=$(tail -1 <<<"$stored_now")
 log "    first refused write: rec $first_refused; last line in the storage: $last_stored"
 [ "$last_stored" = "rec $((first_refused - 1))" ] || fail "the storage's last line is '$last_stored', want rec $((first_refused - 1)) (nothing after the fence)"
 plugin=$(k -n nodedown-csi get pods -l app=nodedown-csi-node --field-selector "spec.nodeName=$node" -o name)
-k -n nodedown-csi logs "$plugin" | grep -q "fence: refused .* of node $node ($addr) on volume $vol" || fail "the node plugin on $node logged no refusal for volume $vol"
+plog=$(k -n nodedown-csi logs "$plugin")
+grep -q "fence: refused .* of node $node ($addr) on volume $vol" <<<"$plog" || fail "the node plugin on $node logged no refusal for volume $vol"
 
 refusal_event() {
-  k -n default get events --field-selector "involvedObject.kind=NetworkFence,involvedObject.name=$fence,reason=ClientRefused" \
-    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -q "of node $node ($addr) on volume $vol at "
+  local messages
+  messages=$(k -n default get events --field-selector "involvedObject.kind=NetworkFence,involvedObject.name=$fence,reason=ClientRefused" \
+    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}')
+  grep -q "of node $node ($addr) on volume $vol at " <<<"$messages"
 }
 wait_for 15 "the fence controller's ClientRefused event on $fence" refusal_event
 log "    $(k -n default get events --field-selector "involvedObject.name=$fence,reason=ClientRefused" -o jsonpath='{.items[0].message}')"
