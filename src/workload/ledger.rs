@@ -152,6 +152,78 @@ impl Recovery {
     }
 }
 
+/// The start-up scan's accounting, slot by slot (a file and a device alike): valid records,
+/// their incarnations, corrupt slots before the last valid one, and where the valid records end.
+#[derive(Default)]
+struct SlotScan {
+    rec: Recovery,
+    valid_end: u64,
+    pending_invalid: u64,
+    pending_first: Option<u64>,
+    last_key: Option<IncarnationKey>,
+    seen: Vec<IncarnationKey>,
+}
+
+impl SlotScan {
+    fn slot(&mut self, offset: u64, buf: &[u8; RECORD_LEN]) {
+        let rec = &mut self.rec;
+        match record::view(buf) {
+            Ok(v) => {
+                if self.pending_invalid > 0 {
+                    rec.corrupt_records += self.pending_invalid;
+                    if rec.first_corrupt_offset.is_none() {
+                        rec.first_corrupt_offset = self.pending_first;
+                    }
+                    self.pending_invalid = 0;
+                    self.pending_first = None;
+                }
+                rec.records += 1;
+                rec.last_seq = rec.last_seq.max(v.seq());
+                let key = v.incarnation_key();
+                if self.last_key.as_ref() != Some(key) {
+                    self.last_key = Some(*key);
+                    if !self.seen.contains(key) {
+                        rec.incarnations_total += 1;
+                        if self.seen.len() < 4096 {
+                            self.seen.push(*key);
+                        }
+                        if rec.incarnations.len() < MAX_LISTED_INCARNATIONS {
+                            rec.incarnations.push(v.incarnation());
+                        }
+                    }
+                }
+                self.valid_end = offset + RECORD_LEN as u64;
+            }
+            Err(_) => {
+                self.pending_invalid += 1;
+                self.pending_first.get_or_insert(offset);
+            }
+        }
+    }
+}
+
+/// Reads `file` slot by slot from the start, calling `each(offset, slot)`, up to its end — or,
+/// with `until_zero` (a raw block device), up to its first all-zero slot; returns where it
+/// stopped (a device's ledger extent).
+fn scan_slots(
+    file: &mut File,
+    until_zero: bool,
+    mut each: impl FnMut(u64, &[u8; RECORD_LEN]),
+) -> std::io::Result<u64> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut reader = BufReader::with_capacity(256 * 1024, &mut *file);
+    let mut buf = [0u8; RECORD_LEN];
+    let mut offset = 0u64;
+    loop {
+        let n = crate::integrity::check::read_full(&mut reader, &mut buf)?;
+        if n < RECORD_LEN || (until_zero && buf.iter().all(|&b| b == 0)) {
+            return Ok(offset);
+        }
+        each(offset, &buf);
+        offset += RECORD_LEN as u64;
+    }
+}
+
 /// Scans the ledger at `path` (creating it when absent), and truncates a torn tail. `tag`
 /// names the evidence file of a truncated tail (the new writer's start time).
 pub fn recover(path: &Path, tag: u64) -> std::io::Result<Recovery> {
@@ -161,56 +233,9 @@ pub fn recover(path: &Path, tag: u64) -> std::io::Result<Recovery> {
         .create(true)
         .truncate(false)
         .open(path)?;
-    let mut rec = Recovery::default();
-    let mut valid_end = 0u64;
-    let mut pending_invalid = 0u64;
-    let mut pending_first = None;
-    let mut last_key: Option<IncarnationKey> = None;
-    let mut seen: Vec<IncarnationKey> = Vec::new();
-    {
-        let mut reader = BufReader::with_capacity(256 * 1024, &mut file);
-        let mut buf = [0u8; RECORD_LEN];
-        let mut offset = 0u64;
-        loop {
-            let n = crate::integrity::check::read_full(&mut reader, &mut buf)?;
-            if n < RECORD_LEN {
-                break;
-            }
-            match record::view(&buf) {
-                Ok(v) => {
-                    if pending_invalid > 0 {
-                        rec.corrupt_records += pending_invalid;
-                        if rec.first_corrupt_offset.is_none() {
-                            rec.first_corrupt_offset = pending_first;
-                        }
-                        pending_invalid = 0;
-                        pending_first = None;
-                    }
-                    rec.records += 1;
-                    rec.last_seq = rec.last_seq.max(v.seq());
-                    let key = v.incarnation_key();
-                    if last_key.as_ref() != Some(key) {
-                        last_key = Some(*key);
-                        if !seen.contains(key) {
-                            rec.incarnations_total += 1;
-                            if seen.len() < 4096 {
-                                seen.push(*key);
-                            }
-                            if rec.incarnations.len() < MAX_LISTED_INCARNATIONS {
-                                rec.incarnations.push(v.incarnation());
-                            }
-                        }
-                    }
-                    valid_end = offset + RECORD_LEN as u64;
-                }
-                Err(_) => {
-                    pending_invalid += 1;
-                    pending_first.get_or_insert(offset);
-                }
-            }
-            offset += RECORD_LEN as u64;
-        }
-    }
+    let mut scan = SlotScan::default();
+    scan_slots(&mut file, false, |offset, buf| scan.slot(offset, buf))?;
+    let (mut rec, valid_end) = (scan.rec, scan.valid_end);
     let len = file.metadata()?.len();
     if len > valid_end {
         rec.torn_tail_bytes = len - valid_end;
@@ -233,30 +258,9 @@ pub fn recover(path: &Path, tag: u64) -> std::io::Result<Recovery> {
     Ok(rec)
 }
 
-/// Reads `path` (a raw block device) slot by slot from the start up to its first all-zero
-/// slot or its end, calling `each(offset, slot)` on every slot before that one; returns the
-/// offset of that slot (the ledger's extent).
-fn scan_device(
-    file: &mut File,
-    mut each: impl FnMut(u64, &[u8; RECORD_LEN]),
-) -> std::io::Result<u64> {
-    file.seek(SeekFrom::Start(0))?;
-    let mut reader = BufReader::with_capacity(256 * 1024, &mut *file);
-    let mut buf = [0u8; RECORD_LEN];
-    let mut offset = 0u64;
-    loop {
-        let n = crate::integrity::check::read_full(&mut reader, &mut buf)?;
-        if n < RECORD_LEN || buf.iter().all(|&b| b == 0) {
-            return Ok(offset);
-        }
-        each(offset, &buf);
-        offset += RECORD_LEN as u64;
-    }
-}
-
 /// The ledger's extent on a raw block device: the bytes before its first all-zero slot.
 pub fn device_extent(path: &Path) -> std::io::Result<u64> {
-    scan_device(&mut File::open(path)?, |_, _| {})
+    scan_slots(&mut File::open(path)?, true, |_, _| {})
 }
 
 /// [`recover`] for a raw block device: the same scan up to the first all-zero slot; the torn
@@ -265,44 +269,9 @@ pub fn device_extent(path: &Path) -> std::io::Result<u64> {
 /// the device's size.
 pub fn recover_device(file: &mut File) -> std::io::Result<(Recovery, u64)> {
     let size = file.seek(SeekFrom::End(0))?;
-    let mut rec = Recovery::default();
-    let mut valid_end = 0u64;
-    let mut pending_invalid = 0u64;
-    let mut pending_first = None;
-    let mut last_key: Option<IncarnationKey> = None;
-    let mut seen: Vec<IncarnationKey> = Vec::new();
-    let extent = scan_device(file, |offset, buf| match record::view(buf) {
-        Ok(v) => {
-            if pending_invalid > 0 {
-                rec.corrupt_records += pending_invalid;
-                if rec.first_corrupt_offset.is_none() {
-                    rec.first_corrupt_offset = pending_first;
-                }
-                pending_invalid = 0;
-                pending_first = None;
-            }
-            rec.records += 1;
-            rec.last_seq = rec.last_seq.max(v.seq());
-            let key = v.incarnation_key();
-            if last_key.as_ref() != Some(key) {
-                last_key = Some(*key);
-                if !seen.contains(key) {
-                    rec.incarnations_total += 1;
-                    if seen.len() < 4096 {
-                        seen.push(*key);
-                    }
-                    if rec.incarnations.len() < MAX_LISTED_INCARNATIONS {
-                        rec.incarnations.push(v.incarnation());
-                    }
-                }
-            }
-            valid_end = offset + RECORD_LEN as u64;
-        }
-        Err(_) => {
-            pending_invalid += 1;
-            pending_first.get_or_insert(offset);
-        }
-    })?;
+    let mut scan = SlotScan::default();
+    let extent = scan_slots(file, true, |offset, buf| scan.slot(offset, buf))?;
+    let (mut rec, valid_end) = (scan.rec, scan.valid_end);
     if extent > valid_end {
         rec.torn_tail_bytes = extent - valid_end;
         rec.torn_tail_offset = Some(valid_end);
