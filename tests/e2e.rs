@@ -3327,6 +3327,38 @@ fn qualify_makes_the_class_of_from_name_and_from_file_and_deletes_it() {
     assert!(unhealthy_nodes().is_empty(), "cluster whole after the runs");
 }
 
+/// `nodedown qualify --testdriver tests/fixtures/testdriver/<fixture> --quick --repeat 1 --only
+/// <row> --out <out>` on the test cluster, which must exit 0: its stderr and the row of its
+/// sheet.
+fn qualify_one_row(fixture: &str, row: &str, out: &Path) -> (String, serde_json::Value) {
+    let res = run_ok(
+        nodedown()
+            .args(["qualify", "--testdriver"])
+            .arg(format!("tests/fixtures/testdriver/{fixture}"))
+            .args(["--quick", "--repeat", "1", "--only", row])
+            .arg("--cluster-name")
+            .arg(cluster_name())
+            .arg("--out")
+            .arg(out),
+    );
+    let stderr = String::from_utf8_lossy(&res.stderr).into_owned();
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "{fixture} --only {row}: {stderr}"
+    );
+    let sheet: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("sheet.json")).unwrap()).unwrap();
+    let found = sheet["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == row)
+        .unwrap_or_else(|| panic!("no row {row} in the sheet: {sheet}"))
+        .clone();
+    (stderr, found)
+}
+
 /// The block row on testenv's attaching driver, dynamically provisioned (FromName): the claim
 /// is a raw block volume, the ledger writes its records to the device, the node is powered off
 /// and tainted, the replacement maps the same volume on another node and continues the ledger.
@@ -3335,31 +3367,7 @@ fn qualify_runs_the_block_row_on_a_raw_block_volume() {
     let _g = lock_cluster();
     let out = tempdir();
     let q = out.path().join("block");
-    let res = run_ok(
-        nodedown()
-            .args(["qualify", "--testdriver"])
-            .arg("tests/fixtures/testdriver/vendor-fromname.yaml")
-            .args(["--quick", "--repeat", "1", "--only", "block"])
-            .arg("--cluster-name")
-            .arg(cluster_name())
-            .arg("--out")
-            .arg(&q),
-    );
-    assert_eq!(
-        res.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
-    );
-    let sheet: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(q.join("sheet.json")).unwrap()).unwrap();
-    let row = sheet["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] == "block")
-        .unwrap()
-        .clone();
+    let (_, row) = qualify_one_row("vendor-fromname.yaml", "block", &q);
     assert_eq!(row["verdict"], "pass", "{row}");
     let run = q.join("runs/qualify-block/block/1");
     let experiment = std::fs::read_to_string(q.join("experiments/block.yaml")).unwrap();
@@ -3398,31 +3406,11 @@ fn qualify_loses_the_zone_of_a_zonal_volume_and_expects_no_recovery() {
     let _g = lock_cluster();
     let out = tempdir();
     let q = out.path().join("zone");
-    let res = run_ok(
-        nodedown()
-            .args(["qualify", "--testdriver"])
-            .arg("tests/fixtures/testdriver/vendor-fromname.yaml")
-            .args(["--quick", "--repeat", "1", "--only", "zone-lost"])
-            .arg("--cluster-name")
-            .arg(cluster_name())
-            .arg("--out")
-            .arg(&q),
-    );
-    let stderr = String::from_utf8_lossy(&res.stderr);
-    assert_eq!(res.status.code(), Some(0), "{stderr}");
+    let (stderr, row) = qualify_one_row("vendor-fromname.yaml", "zone-lost", &q);
     assert!(
         stderr.contains("volumeBindingMode WaitForFirstConsumer (the driver has TopologyKeys)"),
         "{stderr}"
     );
-    let sheet: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(q.join("sheet.json")).unwrap()).unwrap();
-    let row = sheet["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["id"] == "zone-lost")
-        .unwrap()
-        .clone();
     assert_eq!(row["verdict"], "pass", "{row}");
     let experiment = std::fs::read_to_string(q.join("experiments/zone-lost.yaml")).unwrap();
     assert!(experiment.contains("zone: zone-a"), "{experiment}");
