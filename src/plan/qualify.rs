@@ -160,12 +160,6 @@ fn force_delete() -> RemediationSpec {
 /// detach (marked not applicable, with that reason).
 pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
     let attaches = storage.attaches == Some(true);
-    let attach_seen = |mut seen: Vec<Phase>| -> Vec<Phase> {
-        if attaches {
-            seen.extend(ATTACH_PHASES);
-        }
-        seen
-    };
     let shutdown = |graceful: bool| Shape {
         fault: FaultKind::NodeShutdown,
         graceful,
@@ -226,7 +220,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
                 shutdown(false),
                 taint(false),
                 mins(3),
-                expect(true, Some(mins(3)), attach_seen(vec![]), vec![]),
+                expect(true, Some(mins(3)), attach_phases(attaches), vec![]),
             ),
         },
     ];
@@ -417,7 +411,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
                 },
                 taint(false),
                 mins(3),
-                expect(true, Some(mins(3)), attach_seen(vec![]), vec![]),
+                expect(true, Some(mins(3)), attach_phases(attaches), vec![]),
             )
         } else {
             RowBody::NotApplicable("the driver does not declare block".into())
@@ -439,16 +433,10 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
 fn zone_lost(storage: &Storage, attaches: bool) -> Row {
     const ID: &str = "zone-lost";
     let title = "every node of the volume's zone powered off, each tainted: a zonal volume stays down (expected), any other recovers in another zone";
-    // The zone the ledger starts in: the first by name with room for the ledger (a zone's
-    // workers are the run's homes), among at least two zones (one to lose, one left).
-    let zone = storage.zones.iter().find(|(_, workers)| *workers >= 1);
-    let body = match zone {
-        _ if storage.zones.len() < 2 => RowBody::NotApplicable(format!(
-            "the cluster has {} zone(s) with schedulable workers (label topology.kubernetes.io/zone): losing one needs another left",
-            storage.zones.len()
-        )),
-        None => RowBody::NotApplicable("no zone has a schedulable worker".into()),
-        Some((zone, _)) => {
+    // The zone the ledger starts in (its workers are the run's homes): the first by name,
+    // among at least two zones (one to lose, one left). Every listed zone has a worker.
+    let body = match storage.zones.first() {
+        Some((zone, _)) if storage.zones.len() >= 2 => {
             let shape = Shape {
                 fault: FaultKind::NodeShutdown,
                 graceful: false,
@@ -471,7 +459,7 @@ fn zone_lost(storage: &Storage, attaches: bool) -> Row {
                     )
                 }
             } else {
-                expect(true, Some(mins(3)), attach_seen_for(attaches), vec![])
+                expect(true, Some(mins(3)), attach_phases(attaches), vec![])
             };
             let recovery = if storage.zonal.is_some() {
                 Duration::from_secs(90)
@@ -487,6 +475,10 @@ fn zone_lost(storage: &Storage, attaches: bool) -> Row {
             };
             RowBody::Run(Box::new(e))
         }
+        _ => RowBody::NotApplicable(format!(
+            "the cluster has {} zone(s) with schedulable workers (label topology.kubernetes.io/zone): losing one needs another left",
+            storage.zones.len()
+        )),
     };
     Row {
         id: ID,
@@ -501,7 +493,8 @@ fn zone_lost(storage: &Storage, attaches: bool) -> Row {
     }
 }
 
-fn attach_seen_for(attaches: bool) -> Vec<Phase> {
+/// The phases a recovering row sees on attaching storage: detach and attach.
+fn attach_phases(attaches: bool) -> Vec<Phase> {
     if attaches {
         ATTACH_PHASES.to_vec()
     } else {

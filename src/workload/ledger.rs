@@ -107,12 +107,6 @@ impl Recovery {
         self.torn_tail_bytes > 0
     }
 
-    /// Where the records end: the torn tail's offset, else right after the last slot scanned.
-    fn records_end(&self) -> u64 {
-        self.torn_tail_offset
-            .unwrap_or((self.records + self.corrupt_records) * RECORD_LEN as u64)
-    }
-
     /// Log lines for stderr.
     pub fn describe(&self, path: &Path) -> String {
         let mut s = format!(
@@ -265,9 +259,9 @@ pub fn device_extent(path: &Path) -> std::io::Result<u64> {
 
 /// [`recover`] for a raw block device: the same scan up to the first all-zero slot; the torn
 /// tail (slots after the last valid record) is overwritten with zeros, since a device cannot
-/// be truncated, and not kept (there is no filesystem to keep it on). Returns the recovery and
-/// the device's size.
-pub fn recover_device(file: &mut File) -> std::io::Result<(Recovery, u64)> {
+/// be truncated, and not kept (there is no filesystem to keep it on). Returns the recovery, the
+/// device's size and where the valid records end (where the next one goes).
+pub fn recover_device(file: &mut File) -> std::io::Result<(Recovery, u64, u64)> {
     let size = file.seek(SeekFrom::End(0))?;
     let mut scan = SlotScan::default();
     let extent = scan_slots(file, true, |offset, buf| scan.slot(offset, buf))?;
@@ -282,7 +276,7 @@ pub fn recover_device(file: &mut File) -> std::io::Result<(Recovery, u64)> {
         )?;
         file.sync_data()?;
     }
-    Ok((rec, size))
+    Ok((rec, size, valid_end))
 }
 
 /// Where the writer's records go.
@@ -321,9 +315,28 @@ impl LedgerWriter {
             // Make the new directory entry durable too.
             File::open(dir)?.sync_all()?;
         }
-        Ok(LedgerWriter {
+        Ok(Self::new(
             file,
-            sink: Sink::File,
+            Sink::File,
+            path,
+            incarnation,
+            payload_len,
+            recovery,
+        ))
+    }
+
+    /// A writer continuing after `recovery`'s last sequence number.
+    fn new(
+        file: File,
+        sink: Sink,
+        path: PathBuf,
+        incarnation: Incarnation,
+        payload_len: usize,
+        recovery: Recovery,
+    ) -> Self {
+        LedgerWriter {
+            file,
+            sink,
             path,
             next_seq: recovery.last_seq + 1,
             incarnation,
@@ -331,7 +344,7 @@ impl LedgerWriter {
             durable: Arc::new(AtomicU64::new(0)),
             recovery,
             failed: false,
-        })
+        }
     }
 
     /// Opens the raw block device `device`, recovers the ledger on it, and prepares to continue
@@ -342,19 +355,15 @@ impl LedgerWriter {
         payload_len: usize,
     ) -> std::io::Result<Self> {
         let mut file = OpenOptions::new().read(true).write(true).open(device)?;
-        let (recovery, size) = recover_device(&mut file)?;
-        let next = recovery.records_end();
-        Ok(LedgerWriter {
+        let (recovery, size, next) = recover_device(&mut file)?;
+        Ok(Self::new(
             file,
-            sink: Sink::Device { next, size },
-            path: device.to_path_buf(),
-            next_seq: recovery.last_seq + 1,
+            Sink::Device { next, size },
+            device.to_path_buf(),
             incarnation,
-            payload_len: payload_len.min(record::MAX_PAYLOAD),
-            durable: Arc::new(AtomicU64::new(0)),
+            payload_len,
             recovery,
-            failed: false,
-        })
+        ))
     }
 
     pub fn path(&self) -> &Path {
