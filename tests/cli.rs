@@ -927,7 +927,7 @@ fn qualify_only_picks_rows_and_refuses_what_names_none() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("11 rows (1 to run, 3 time(s) each)"),
+        stderr.contains("12 rows (1 to run, 3 time(s) each)"),
         "{stderr}"
     );
     assert!(

@@ -3359,6 +3359,67 @@ fn qualify_one_row(fixture: &str, row: &str, out: &Path) -> (String, serde_json:
     (stderr, found)
 }
 
+/// The volume-limits row on testenv's driver with an attach limit (limits.csi.nodedown.dev,
+/// FromName): every other node of the run filled to the limit its CSINode publishes, the
+/// ledger's node powered off and tainted, the replacement left Pending by the scheduler.
+#[test]
+fn qualify_runs_the_volume_limits_row_onto_full_nodes() {
+    let _g = lock_cluster();
+    // The limit as the kubelet recorded it from the driver, read here, not by nodedown.
+    let csinode = kubectl_json(&["get", "csinode", "nodedown-worker", "-o", "json"]);
+    let limit = csinode["spec"]["drivers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "limits.csi.nodedown.dev")
+        .and_then(|d| d["allocatable"]["count"].as_u64())
+        .unwrap_or_else(|| panic!("testenv's limits driver publishes its limit: {csinode}"));
+    let out = tempdir();
+    let q = out.path().join("limits");
+    let (_, row) = qualify_one_row("nodedown-limits.yaml", "volume-limits", &q);
+    assert_eq!(row["verdict"], "pass", "{row}");
+    let experiment = std::fs::read_to_string(q.join("experiments/volume-limits.yaml")).unwrap();
+    assert!(experiment.contains("fillAttachLimit: true"), "{experiment}");
+    let run = q.join("runs/qualify-volume-limits/volume-limits/1");
+    let events = std::fs::read_to_string(run.join("events.jsonl")).unwrap();
+    // The scheduler's own words: the nodes left had no room for the driver's volume.
+    assert!(
+        events.contains("at the recovery timeout, pod ledger-0: not scheduled")
+            && events.contains("exceed max volume count"),
+        "the scheduler refused the full nodes: {events}"
+    );
+    // From the scheduler's Scheduled events: each filled node got exactly `limit` fillers, and
+    // the ledger's node none.
+    let mut per_node: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for m in events.split("Successfully assigned ").skip(1) {
+        let m = m.split('"').next().unwrap();
+        let (pod, node) = m.split_once(" to ").unwrap();
+        if pod.contains("/filler-") {
+            per_node
+                .entry(node.to_string())
+                .or_default()
+                .insert(pod.to_string());
+        }
+    }
+    assert!(!per_node.is_empty(), "filler pods were scheduled: {events}");
+    for (node, pods) in &per_node {
+        assert_eq!(pods.len() as u64, limit, "{node}: {pods:?}");
+    }
+    // The class made for the run is gone.
+    let classes = kubectl_json(&["get", "storageclass", "-o", "json"]);
+    assert!(
+        !classes["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["provisioner"] == "limits.csi.nodedown.dev"
+                && c["metadata"]["name"] != "nodedown-limits"),
+        "the FromName class was deleted: {classes}"
+    );
+    assert!(unhealthy_nodes().is_empty(), "cluster whole after the run");
+}
+
 /// The block row on testenv's attaching driver, dynamically provisioned (FromName): the claim
 /// is a raw block volume, the ledger writes its records to the device, the node is powered off
 /// and tainted, the replacement maps the same volume on another node and continues the ledger.

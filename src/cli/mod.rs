@@ -65,6 +65,10 @@ pub enum Command {
     /// The built-in simple writer workload (runs inside the workload container).
     #[command(hide = true)]
     Writer(WorkloadArgs),
+    /// Holds a pod's volume and does nothing else until killed (runs in the filler pods of
+    /// `workload.fillAttachLimit`).
+    #[command(hide = true)]
+    Hold,
     /// The node agent (runs in a privileged pod on the target node; see README).
     #[command(hide = true)]
     Agent {
@@ -142,6 +146,10 @@ pub async fn dispatch(cli: Cli) -> u8 {
                 }
             }
         }
+        Command::Hold => loop {
+            // PID 1 of its container: SIGTERM is ignored, the pod's short grace period ends it.
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        },
         Command::Writer(args) => {
             if args.device.is_some() {
                 eprintln!("writer: --device is the ledger's (the writer writes lines to a file in --dir); run `nodedown ledger --device PATH`");

@@ -54,6 +54,7 @@ pub(crate) fn planned(
             controller: Default::default(),
             strategy: None,
             volume_mode: Default::default(),
+            fill_attach_limit: false,
         },
         fault: FaultSpec {
             kind: FaultKind::NodeShutdown,

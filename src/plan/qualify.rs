@@ -28,6 +28,8 @@ pub struct Storage {
     pub read_write_once_pod: bool,
     pub read_write_many: bool,
     pub block: bool,
+    /// `volumeLimits` as declared: the driver publishes an attach limit per node.
+    pub volume_limits: bool,
     /// The file's `Timeouts.PodStart` (upstream's time for a pod to start, volume included),
     /// when it is longer than nodedown's defaults: the steady state's timeout, and the
     /// recovery window of the rows that expect a recovery (their `timeToReady` bound too).
@@ -55,6 +57,7 @@ impl Storage {
             read_write_once_pod: d.can("readWriteOncePod"),
             read_write_many: d.can("RWX"),
             block: d.can("block"),
+            volume_limits: d.can("volumeLimits"),
             pod_start: d
                 .timeouts
                 .get("PodStart")
@@ -80,6 +83,7 @@ impl Storage {
             read_write_once_pod: false,
             read_write_many: false,
             block: false,
+            volume_limits: false,
             pod_start: None,
             network_fence_class: None,
             zonal: None,
@@ -417,6 +421,7 @@ pub fn matrix(storage: &Storage, quick: bool) -> Vec<Row> {
             RowBody::NotApplicable("the driver does not declare block".into())
         },
     });
+    rows.push(volume_limits(storage, attaches));
     if !storage.persistence {
         for r in &mut rows {
             r.body = RowBody::NotApplicable(
@@ -493,6 +498,57 @@ fn zone_lost(storage: &Storage, attaches: bool) -> Row {
     }
 }
 
+/// Every node the replacement may go to at the driver's attach limit (filled with pods holding
+/// one volume each), then the ledger's node powered off and tainted: the scheduler has no node
+/// with room, so the replacement stays Pending.
+fn volume_limits(storage: &Storage, attaches: bool) -> Row {
+    const ID: &str = "volume-limits";
+    let body = if storage.volume_limits {
+        let mut expect = Expectations {
+            // The replacement never runs: nothing serves the ledger to read it through.
+            integrity: None,
+            ..expect(
+                false,
+                None,
+                if attaches {
+                    vec![Phase::VolumeDetached]
+                } else {
+                    vec![]
+                },
+                if attaches {
+                    vec![Phase::VolumeAttached]
+                } else {
+                    vec![]
+                },
+            )
+        };
+        expect.time_to_ready = None;
+        let mut e = experiment(
+            storage,
+            ID,
+            Shape {
+                fault: FaultKind::NodeShutdown,
+                graceful: false,
+                mode: AccessMode::ReadWriteOnce,
+                volume_mode: VolumeMode::Filesystem,
+            },
+            taint(false),
+            Duration::from_secs(90),
+            expect,
+        );
+        e.workload.fill_attach_limit = true;
+        RowBody::Run(Box::new(e))
+    } else {
+        RowBody::NotApplicable("the driver does not declare volumeLimits".into())
+    };
+    Row {
+        id: ID,
+        title: "every other node at the driver's attach limit, node powered off, out-of-service taint: the replacement stays Pending (expected)",
+        source: "kube-scheduler's NodeVolumeLimits (pkg/scheduler/framework/plugins/nodevolumelimits) counts each node's volumes of the driver against its CSINode allocatable count (the driver's max_volumes_per_node): no node has room, the replacement stays Pending in every Kubernetes version. KEP-4876 (MutableCSINodeAllocatableCount, beta and on by default from 1.35) changes only an attach the driver refuses with RESOURCE_EXHAUSTED on a node the scheduler thought had room: the pod fails and is made again instead of hanging in ContainerCreating".into(),
+        body,
+    }
+}
+
 /// The phases a recovering row sees on attaching storage: detach and attach.
 fn attach_phases(attaches: bool) -> Vec<Phase> {
     if attaches {
@@ -555,6 +611,7 @@ fn experiment(
             controller: Controller::StatefulSet,
             strategy: None,
             volume_mode: shape.volume_mode,
+            fill_attach_limit: false,
         },
         fault: FaultSpec {
             kind: shape.fault,
@@ -795,6 +852,51 @@ mod tests {
         let back = crate::spec::parse_str(&text, Path::new("zone-lost.yaml"))
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(&back, exp(&rows, "zone-lost"), "{text}");
+    }
+
+    #[test]
+    fn a_driver_with_volume_limits_fails_over_onto_full_nodes_and_stays_pending() {
+        let mut s = Storage::from_class("nd-qualify-x", Some(true));
+        match &matrix(&s, true)
+            .iter()
+            .find(|r| r.id == "volume-limits")
+            .unwrap()
+            .body
+        {
+            RowBody::NotApplicable(why) => assert!(why.contains("volumeLimits"), "{why}"),
+            RowBody::Run(_) => panic!("volume-limits runs for a driver that declares no limit"),
+        }
+        let text = "StorageClass: {FromName: true}\nDriverInfo:\n  Name: d\n  Capabilities: {persistence: true, volumeLimits: true}\n";
+        let d = crate::spec::parse_testdriver(text, Path::new("d.yaml"))
+            .unwrap()
+            .0;
+        s.volume_limits = Storage::from_driver(&d, "c", Some(true)).volume_limits;
+        let rows = matrix(&s, true);
+        let e = exp(&rows, "volume-limits");
+        assert!(e.workload.fill_attach_limit);
+        assert_eq!(e.fault.kind, FaultKind::NodeShutdown);
+        assert!(matches!(
+            e.variants[0].remediation,
+            Some(RemediationSpec::OutOfServiceTaint { .. })
+        ));
+        let x = expect_of(&rows, "volume-limits");
+        assert_eq!(x.recovered, Some(false));
+        assert_eq!(x.time_to_ready, None);
+        assert_eq!(x.integrity, None);
+        let phases = x.phases.as_ref().unwrap();
+        assert_eq!(phases.seen, [Phase::VolumeDetached]);
+        assert_eq!(phases.not_seen, [Phase::VolumeAttached]);
+        // Only this row fills nodes.
+        for r in &rows {
+            if let (RowBody::Run(e), false) = (&r.body, r.id == "volume-limits") {
+                assert!(!e.workload.fill_attach_limit, "{}", r.id);
+            }
+        }
+        let text = file_text(&s.class, exp(&rows, "volume-limits"));
+        assert!(text.contains("fillAttachLimit: true"), "{text}");
+        let back = crate::spec::parse_str(&text, Path::new("volume-limits.yaml"))
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(&back, exp(&rows, "volume-limits"), "{text}");
     }
 
     #[test]

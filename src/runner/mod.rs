@@ -459,6 +459,9 @@ impl Steps {
         let steady = self
             .steady_state(&mut watch, &workload, acks.as_deref())
             .await?;
+        if self.run.workload.fill_attach_limit {
+            self.fill_attach_limits(&workload, &steady).await?;
+        }
         self.stage(crate::timeline::FAILOVER_STAGE);
         let mut fault = self.inject(&steady).await?;
         self.remediate(&mut watch, &workload, &steady, &mut fault)
@@ -557,6 +560,49 @@ impl Steps {
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
+    }
+
+    /// `fillAttachLimit`: every node the replacement may go to — the lane's workers, else the
+    /// cluster's schedulable workers, but the fault's nodes and nodedown's own — filled to the
+    /// driver's attach limit before the fault; what each node holds is noted.
+    async fn fill_attach_limits(
+        &self,
+        workload: &Workload,
+        steady: &Steady,
+    ) -> Result<(), StepError> {
+        let mut nodes = match &self.lane {
+            Some(lane) => lane.nodes.clone(),
+            None => {
+                let list = Api::<Node>::all(self.client.clone())
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(api_err("list nodes"))?;
+                heal::schedulable_workers(&list.items)
+            }
+        };
+        nodes
+            .retain(|n| !steady.nodes.contains(n) && Some(n) != self.settings.runner_node.as_ref());
+        nodes.sort();
+        self.progress.step(&format!(
+            "filling {} to the attach limit of {}'s driver",
+            nodes.join(", "),
+            workload.spec.storage_class
+        ));
+        let (driver, filled) = crate::workload::fill::fill(
+            &self.client,
+            &workload.namespace,
+            &workload.spec,
+            &nodes,
+            &workload.image,
+            workload.preloaded,
+            &workload.run_id,
+            self.run.timeouts.steady_state,
+        )
+        .await?;
+        for f in &filled {
+            self.note(f.describe(&driver));
+        }
+        Ok(())
     }
 
     /// Where the instances go before the fault: with a target zone, its schedulable workers

@@ -502,6 +502,23 @@ impl Checker<'_> {
                 ));
             }
         }
+        if workload.fill_attach_limit
+            && [
+                crate::vocab::SHARED_CLASS,
+                crate::vocab::LOCAL_CLASS,
+                crate::vocab::ATTACH_CLASS,
+            ]
+            .contains(&workload.storage_class.as_str())
+        {
+            return Err(self.fail(
+                &format!("{path}.fillAttachLimit"),
+                format!(
+                    "`fillAttachLimit: true` fills nodes with claims the class provisions, and nodedown makes {}'s volumes itself",
+                    workload.storage_class
+                ),
+                "name a StorageClass with a provisioner and an attach limit, e.g. `storageClass: nodedown-limits` on testenv, or remove `fillAttachLimit`",
+            ));
+        }
         if workload
             .image
             .as_deref()

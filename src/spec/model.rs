@@ -200,6 +200,12 @@ pub struct WorkloadSpec {
     /// Ledger only; the default `Filesystem` mounts a filesystem the ledger writes a file on.
     #[serde(default, skip_serializing_if = "VolumeMode::is_default")]
     pub volume_mode: VolumeMode,
+    /// Before the fault, fill every other node the replacement may go to (the lane's workers,
+    /// else the cluster's, but the fault's) to the driver's published attach limit — its
+    /// CSINode allocatable count — with pods holding one claim of the class each: the failover
+    /// meets nodes at their limit. Needs a class the driver provisions dynamically.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fill_attach_limit: bool,
 }
 
 /// A claim's `volumeMode`.

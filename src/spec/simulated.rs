@@ -59,6 +59,13 @@ pub(super) fn check(exp: &Experiment, fail: &Fail<'_>) -> Result<(), SpecError> 
                 "write `storageClass: nodedown-attach`",
             ));
         }
+        if w.fill_attach_limit {
+            return Err(fail(
+                &at("workload.fillAttachLimit"),
+                "simulated nodes run no pods and publish no attach limit: there is nothing to fill".into(),
+                "remove `fillAttachLimit` (it is for real nodes: `provider: kind`, `k3d` or `existing`)",
+            ));
+        }
         if w.replicas != 1 {
             return Err(fail(
                 &at("workload.replicas"),

@@ -3,6 +3,7 @@
 //! name), and how its evidence comes back after failover ([`Evidence`]). The runner only calls
 //! `deploy`, `selector` and `collect_ledger`.
 
+pub mod fill;
 pub mod image;
 pub mod ledger;
 pub mod writer;
@@ -620,6 +621,10 @@ pub enum WorkloadError {
     /// The PersistentVolume controller did not take up the run's pre-bound volumes in time.
     #[error("{0}")]
     Volumes(String),
+    /// The nodes could not be filled to their attach limit (`fillAttachLimit`): no limit
+    /// published, or the filler pods not Running in time.
+    #[error("{0}")]
+    AttachLimit(String),
 }
 
 /// Waits until the PersistentVolume controller has taken up every volume of `names` (all of run
@@ -810,6 +815,7 @@ mod tests {
             controller: Default::default(),
             strategy: None,
             volume_mode: Default::default(),
+            fill_attach_limit: false,
         }
     }
 
@@ -851,6 +857,7 @@ mod tests {
             controller: Controller::Deployment,
             strategy: Some(crate::spec::DeploymentStrategy::Recreate),
             volume_mode: Default::default(),
+            fill_attach_limit: false,
         };
         let d = deployment(&spec, "img:1", true, "e/v/1");
         let ds = d.spec.unwrap();

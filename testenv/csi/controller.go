@@ -21,6 +21,8 @@ const defaultCapacity = 1 << 30
 type controller struct {
 	csi.UnimplementedControllerServer
 	store *Store
+	// maxVolumes: the attach limit per node (0: none), the one the node plugins publish.
+	maxVolumes int64
 }
 
 func controllerCap(t csi.ControllerServiceCapability_RPC_Type) *csi.ControllerServiceCapability {
@@ -194,10 +196,13 @@ func (c *controller) ControllerPublishVolume(_ context.Context, req *csi.Control
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is in zone %s and node %s is not (zone %q): a zonal volume attaches to its zone's nodes only", id, zone, nodeID, c.store.NodeZone(nodeID))
 	}
 	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
-	err := c.store.Attach(id, Attachment{Node: nodeID, Mode: mode.String(), Multi: multiNode(mode), Readonly: req.GetReadonly()})
+	err := c.store.AttachWithin(id, Attachment{Node: nodeID, Mode: mode.String(), Multi: multiNode(mode), Readonly: req.GetReadonly()}, c.maxVolumes)
 	switch {
 	case err == nil:
 		return &csi.ControllerPublishVolumeResponse{PublishContext: map[string]string{"attachedTo": nodeID}}, nil
+	case errors.Is(err, ErrAttachLimit):
+		// What the CSI spec names for a node that can take no more volumes.
+		return nil, status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, ErrAttachedElsewhere):
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, os.ErrExist):

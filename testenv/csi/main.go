@@ -35,8 +35,13 @@ import (
 	addonsid "nodedown.dev/testenv/csi/csiaddons/identity"
 )
 
-// DriverName is the CSI driver's name (CSIDriver object, StorageClass provisioner, PV source).
-const DriverName = "csi.nodedown.dev"
+// DefaultDriverName is the CSI driver's name (CSIDriver object, StorageClass provisioner, PV
+// source) unless --driver-name says otherwise.
+const DefaultDriverName = "csi.nodedown.dev"
+
+// DriverName is the name this process serves: testenv runs a second instance under another
+// name, with an attach limit, on a storage root of its own (nodedown-limits).
+var DriverName = DefaultDriverName
 
 // Version is the driver's vendor version.
 const Version = "0.1.0"
@@ -44,7 +49,7 @@ const Version = "0.1.0"
 func main() {
 	modes := map[string]bool{"controller": true, "node": true, "all": true, "fence-controller": true}
 	if len(os.Args) < 2 || !modes[os.Args[1]] {
-		fmt.Fprintln(os.Stderr, "usage: nodedown-csi controller|node|all --endpoint unix://PATH --root DIR [--csiaddons-endpoint unix://PATH] [--node-id NAME] [--node-address IP] [--registration-dir DIR]\n"+
+		fmt.Fprintln(os.Stderr, "usage: nodedown-csi controller|node|all --endpoint unix://PATH --root DIR [--csiaddons-endpoint unix://PATH] [--node-id NAME] [--node-address IP] [--registration-dir DIR] [--driver-name NAME] [--max-volumes-per-node N]\n"+
 			"       nodedown-csi fence-controller --csiaddons-endpoint unix://PATH")
 		os.Exit(2)
 	}
@@ -58,7 +63,13 @@ func main() {
 	nodeAddr := fs.String("node-address", os.Getenv("NODE_IP"), "the address this node reaches the storage from: its client in the fence table (node plugin)")
 	zoneFlag := fs.String("zone", "", "this node's zone (topology.kubernetes.io/zone), its accessible topology (node plugin); empty: read --kubelet-flags")
 	kubeletFlags := fs.String("kubelet-flags", "", "the kubelet's kubeadm-flags.env: the zone is read from its --node-labels (the Downward API cannot give a node's labels)")
+	driverName := fs.String("driver-name", DefaultDriverName, "the driver's name (GetPluginInfo, the kubelet registration)")
+	maxVolumes := fs.Int64("max-volumes-per-node", 0, "the attach limit: published in NodeGetInfo (the CSINode's allocatable count, which the scheduler honours) and enforced by ControllerPublishVolume (RESOURCE_EXHAUSTED); 0: none")
 	_ = fs.Parse(os.Args[2:])
+	DriverName = *driverName
+	if *maxVolumes < 0 {
+		log.Fatalf("nodedown-csi: --max-volumes-per-node %d: give 0 (no limit) or more", *maxVolumes)
+	}
 
 	store, err := OpenStore(*root)
 	if err != nil {
@@ -77,7 +88,7 @@ func main() {
 	srv := grpc.NewServer(grpc.UnaryInterceptor(logCalls))
 	csi.RegisterIdentityServer(srv, &identity{})
 	if mode == "controller" || mode == "all" {
-		csi.RegisterControllerServer(srv, &controller{store: store})
+		csi.RegisterControllerServer(srv, &controller{store: store, maxVolumes: *maxVolumes})
 	}
 	if mode == "node" || mode == "all" {
 		if *nodeID == "" {
@@ -95,7 +106,7 @@ func main() {
 		if zone != "" {
 			log.Printf("nodedown-csi: node %s in zone %s", *nodeID, zone)
 		}
-		n := &node{store: store, id: *nodeID, zone: zone}
+		n := &node{store: store, id: *nodeID, zone: zone, maxVolumes: *maxVolumes}
 		if *nodeAddr != "" {
 			if err := store.RegisterClient(*nodeID, *nodeAddr); err != nil {
 				log.Fatalf("nodedown-csi: %v", err)

@@ -25,7 +25,9 @@ type node struct {
 	id    string
 	// zone: the node's topology.kubernetes.io/zone ("" for none), its accessible topology.
 	zone string
-	mu   sync.Mutex
+	// maxVolumes: the attach limit published in NodeGetInfo (0: none).
+	maxVolumes int64
+	mu         sync.Mutex
 	// published: volume ID -> target paths this plugin published it at (kept to enforce
 	// SINGLE_NODE_SINGLE_WRITER, i.e. ReadWriteOncePod, across targets; checked against
 	// mountinfo, so a target unmounted behind our back does not count).
@@ -43,7 +45,7 @@ func nodeCap(t csi.NodeServiceCapability_RPC_Type) *csi.NodeServiceCapability {
 }
 
 func (n *node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
-	info := &csi.NodeGetInfoResponse{NodeId: n.id}
+	info := &csi.NodeGetInfoResponse{NodeId: n.id, MaxVolumesPerNode: n.maxVolumes}
 	if n.zone != "" {
 		info.AccessibleTopology = &csi.Topology{Segments: map[string]string{TopologyKey: n.zone}}
 	}

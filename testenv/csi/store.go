@@ -204,7 +204,15 @@ var ErrAttachedElsewhere = errors.New("attached elsewhere")
 // Attach records volume id attached to a.Node. Idempotent for the same node and flags; a
 // single-node volume attached to another node is refused with ErrAttachedElsewhere; the same
 // node with other flags with os.ErrExist.
-func (s *Store) Attach(id string, a Attachment) error {
+func (s *Store) Attach(id string, a Attachment) error { return s.AttachWithin(id, a, 0) }
+
+// ErrAttachLimit: the node has as many volumes attached as the limit allows.
+var ErrAttachLimit = errors.New("attach limit reached")
+
+// AttachWithin is Attach with an attach limit: a volume new to a.Node is refused with
+// ErrAttachLimit when the node already has limit volumes attached (0: no limit). Counted under
+// the store's lock, so two attaches cannot both take the last place.
+func (s *Store) AttachWithin(id string, a Attachment, limit int64) error {
 	unlock, err := s.lock()
 	if err != nil {
 		return err
@@ -227,6 +235,15 @@ func (s *Store) Attach(id string, a Attachment) error {
 				id, c.Node, c.Mode, ErrAttachedElsewhere)
 		}
 	}
+	if limit > 0 {
+		n, err := s.attachedCount(a.Node)
+		if err != nil {
+			return err
+		}
+		if n >= limit {
+			return fmt.Errorf("node %s has %d volumes attached, its limit: %w", a.Node, n, ErrAttachLimit)
+		}
+	}
 	dir := filepath.Join(s.root, "attachments", id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -237,6 +254,21 @@ func (s *Store) Attach(id string, a Attachment) error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(dir, a.Node))
+}
+
+// attachedCount is how many volumes are attached to node (the caller holds the lock).
+func (s *Store) attachedCount(node string) (int64, error) {
+	vols, err := os.ReadDir(filepath.Join(s.root, "attachments"))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, v := range vols {
+		if _, err := os.Stat(filepath.Join(s.root, "attachments", v.Name(), node)); err == nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Detach removes the record of volume id on node (every node when node is empty).
