@@ -491,6 +491,21 @@ fn qualify_plans_vendor_testdriver_files_as_they_are() {
                 "{file}: {stderr}"
             );
         }
+        // The FromFile class binds Immediate on a driver that publishes zones on its CSINodes
+        // (testenv's): its volumes' zones are chosen before their pods, so no lanes and no
+        // zone-lost row. FromName is made WaitForFirstConsumer; nodedown-attach's volumes have
+        // no node affinity.
+        let immediate = file == "vendor-fromfile.yaml";
+        assert_eq!(
+            stderr.contains("the rows run one at a time across the cluster, not in lanes"),
+            immediate,
+            "{file}: {stderr}"
+        );
+        assert_eq!(
+            stderr.contains("zone-lost                not applicable: StorageClass nd-qualify-"),
+            immediate,
+            "{file}: {stderr}"
+        );
         // Every row is to run or not applicable with its reason.
         let rows: Vec<&str> = stderr.lines().filter(|l| l.starts_with("  ")).collect();
         assert!(rows.len() >= 9, "{file}: {stderr}");

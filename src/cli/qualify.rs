@@ -204,7 +204,7 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
         ClassPlan::Create { object, .. } => object["provisioner"].as_str().map(str::to_string),
         ClassPlan::Installed(_) => None,
     };
-    let (facts, driver_facts, fence_class, zones) = match cluster_facts(
+    let (facts, driver_facts, fence_class, zones, binding_mode) = match cluster_facts(
         &args.run,
         &class,
         driver.as_ref().map(|d| d.driver.as_str()),
@@ -212,9 +212,25 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     )
     .await
     {
-        Some((f, d, c, z)) => (Some(f), d, c, z),
-        None => (None, None, None, Vec::new()),
+        Some(f) => (
+            Some(f.cluster),
+            f.driver,
+            f.fence_class,
+            f.zones,
+            f.binding_mode,
+        ),
+        None => (None, None, None, Vec::new(), None),
     };
+    // Under --plan-only a class to be made is not there to read: its manifest says.
+    let binding_mode = binding_mode.or_else(|| match &plan {
+        ClassPlan::Create { object, .. } => Some(
+            object["volumeBindingMode"]
+                .as_str()
+                .unwrap_or("Immediate")
+                .to_string(),
+        ),
+        ClassPlan::Installed(_) => None,
+    });
     let attaches = facts.as_ref().and_then(|f| f.attach_required);
     if let (Some(d), Some(p)) = (&driver, facts.as_ref().and_then(|f| f.provisioner.clone())) {
         if d.driver != p {
@@ -245,6 +261,18 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
                 )
             });
     }
+    storage.immediate_topology = crate::plan::qualify::immediate_topology(
+        &class,
+        binding_mode.as_deref(),
+        driver
+            .as_ref()
+            .map(|d| d.topology_keys.as_slice())
+            .unwrap_or_default(),
+        driver_facts
+            .as_ref()
+            .map(|f| f.topology_keys.as_slice())
+            .unwrap_or_default(),
+    );
     let rows = matrix(&storage, args.quick);
     if let Err(code) = check_only(&rows, &args.run.only) {
         return code;
@@ -257,6 +285,25 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     if !quiet || args.plan_only {
         print_rows(&class, attaches, &rows, &args.run.only, repeat, &dir);
     }
+    // Lanes never change what a run measures (issue 18's comparison): as many as the cluster
+    // allows unless a number of lanes was asked for — but a lane holds whole zones, and a
+    // volume whose zone is chosen before its pod may be in another lane's.
+    let asked = args.run.parallel;
+    args.run.parallel = match (&storage.immediate_topology, asked) {
+        (Some(_), _) => Parallel::Lanes(1),
+        (None, Parallel::Lanes(1)) => Parallel::Auto,
+        (None, p) => p,
+    };
+    if let Some(why) = &storage.immediate_topology {
+        eprintln!(
+            "qualify: the rows run one at a time across the cluster, not in lanes{}: {why}, so a volume's zone is chosen before its pod and a lane may not reach it (a class with volumeBindingMode: WaitForFirstConsumer can use lanes)",
+            if asked == Parallel::Lanes(1) {
+                String::new()
+            } else {
+                format!(" (--parallel {asked} set aside)")
+            }
+        );
+    }
     if args.plan_only {
         args.run.paths = vec![dir];
         args.run.repeat = Some(repeat);
@@ -265,11 +312,6 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     args.run.paths = vec![dir];
     args.run.out = Some(out.join("runs"));
     args.run.repeat = Some(repeat);
-    // Lanes never change what a run measures (issue 18's comparison): as many as the cluster
-    // allows unless a number of lanes was asked for.
-    if args.run.parallel == Parallel::Lanes(1) {
-        args.run.parallel = Parallel::Auto;
-    }
     let runs_dir = out.join("runs");
     // The qualification's metrics are its sheet's and its runs', written (and pushed) once the
     // sheet is made, not by the runs alone.
@@ -725,17 +767,23 @@ fn context_of(args: &RunArgs) -> String {
 /// the cluster cannot be reached yet (a kind cluster qualify is about to create).
 /// `planned`: the provisioner of a class qualify will make (not there yet under --plan-only):
 /// its CSIDriver says whether it attaches.
+/// What the cluster says about the class, its driver and its zones before the rows are made.
+struct Facts {
+    cluster: crate::timeline::ClusterFacts,
+    driver: Option<crate::runner::DriverFacts>,
+    fence_class: Option<String>,
+    zones: Vec<(String, usize)>,
+    /// The installed class's `volumeBindingMode` (`None` when not read; absent in the class:
+    /// `Immediate`, the API's default).
+    binding_mode: Option<String>,
+}
+
 async fn cluster_facts(
     args: &RunArgs,
     class: &str,
     driver: Option<&str>,
     planned: Option<&str>,
-) -> Option<(
-    crate::timeline::ClusterFacts,
-    Option<crate::runner::DriverFacts>,
-    Option<String>,
-    Vec<(String, usize)>,
-)> {
+) -> Option<Facts> {
     let context = context_of(args);
     let (client, _) = crate::cluster::client_for_context(Some(&context))
         .await
@@ -772,7 +820,22 @@ async fn cluster_facts(
         Ok(nodes) => zones_of(&nodes.items),
         Err(_) => Vec::new(),
     };
-    Some((facts, driver_facts, fence_class, zones))
+    let binding_mode = kube::Api::<k8s_openapi::api::storage::v1::StorageClass>::all(client)
+        .get_opt(class)
+        .await
+        .ok()
+        .flatten()
+        .map(|c| {
+            c.volume_binding_mode
+                .unwrap_or_else(|| "Immediate".to_string())
+        });
+    Some(Facts {
+        cluster: facts,
+        driver: driver_facts,
+        fence_class,
+        zones,
+        binding_mode,
+    })
 }
 
 /// The zones of the schedulable workers (`topology.kubernetes.io/zone`), by name, each with

@@ -29,6 +29,16 @@ impl std::str::FromStr for Parallel {
     }
 }
 
+/// As `--parallel` is written.
+impl std::fmt::Display for Parallel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Parallel::Lanes(n) => write!(f, "{n}"),
+            Parallel::Auto => f.write_str("auto"),
+        }
+    }
+}
+
 /// One lane: its number (1-based) and its nodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lane {
