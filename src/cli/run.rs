@@ -1178,7 +1178,9 @@ fn unsupported(
     caps: &[crate::faults::Capability],
     only: Option<crate::faults::Backend>,
 ) -> Vec<crate::report::NotRun> {
-    not_run_where(runs, |run| runner::cannot_run(run, caps, only))
+    not_run_where(runs, |run| {
+        runner::cannot_run(run, caps, only).map(|e| e.to_string())
+    })
 }
 
 /// The variants (each once, whatever its repetitions) that `reason` gives a reason not to run.

@@ -123,6 +123,23 @@ fn provider_of(kind: FaultKind) -> &'static str {
     }
 }
 
+/// Why no backend here can carry a fault (or the fence) out; each names what would provide one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoBackend {
+    #[error("a graceful {} (`graceful: true`) needs a backend that shuts a node down cleanly, and only kind nodes reached through Docker do (power hooks power off hard)", .0.as_str())]
+    Graceful(FaultKind),
+    #[error("--node-control {} cannot carry out {}; {} can (drop --node-control or name it)", .chosen.as_str(), .kind.as_str(), .other.as_str())]
+    NotTheChosen {
+        chosen: Backend,
+        kind: FaultKind,
+        other: Backend,
+    },
+    #[error("no node-control backend here can carry out {}: {}", .0.as_str(), provider_of(*.0))]
+    None(FaultKind),
+    #[error("a fenced out-of-service taint (`fence: true`) powers the node off first, and no backend here can power nodes off: give power hooks (--power-off, --power-on, --power-state), or run on a kind or k3d cluster nodedown reaches through Docker")]
+    NoFence,
+}
+
 /// The backend (an index into `caps`) that carries out a fault of `kind`: the one `only` names
 /// (`--node-control`), else the first that can; or why none here can, naming what would
 /// provide one. One rule for the check before any run and for the run itself.
@@ -131,7 +148,7 @@ pub fn choose(
     only: Option<Backend>,
     kind: FaultKind,
     graceful: bool,
-) -> Result<usize, String> {
+) -> Result<usize, NoBackend> {
     let allowed = |c: &&Capability| only.is_none_or(|b| c.backend == b);
     if let Some(i) = caps
         .iter()
@@ -140,40 +157,32 @@ pub fn choose(
         return Ok(i);
     }
     if graceful && caps.iter().filter(allowed).any(|c| c.can(kind, false)) {
-        return Err(format!(
-            "a graceful {} (`graceful: true`) needs a backend that shuts a node down cleanly, and only kind nodes reached through Docker do (power hooks power off hard)",
-            kind.as_str()
-        ));
+        return Err(NoBackend::Graceful(kind));
     }
-    if let Some(b) = only {
+    if let Some(chosen) = only {
         if let Some(other) = caps.iter().find(|c| c.can(kind, graceful)) {
-            return Err(format!(
-                "--node-control {} cannot carry out {}; {} can (drop --node-control or name it)",
-                b.as_str(),
-                kind.as_str(),
-                other.backend.as_str()
-            ));
+            return Err(NoBackend::NotTheChosen {
+                chosen,
+                kind,
+                other: other.backend,
+            });
         }
     }
-    Err(format!(
-        "no node-control backend here can carry out {}: {}",
-        kind.as_str(),
-        provider_of(kind)
-    ))
+    Err(NoBackend::None(kind))
 }
 
 /// The backend (an index into `caps`) that fences, i.e. powers a node off hard before the
 /// out-of-service taint: the fault's own (`fault_backend`) when it can, else the first that can.
-pub fn choose_fence(caps: &[Capability], fault_backend: usize) -> Result<usize, String> {
+pub fn choose_fence(caps: &[Capability], fault_backend: usize) -> Result<usize, NoBackend> {
     if caps
         .get(fault_backend)
         .is_some_and(Capability::can_power_off)
     {
         return Ok(fault_backend);
     }
-    caps.iter().position(Capability::can_power_off).ok_or_else(|| {
-        "a fenced out-of-service taint (`fence: true`) powers the node off first, and no backend here can power nodes off: give power hooks (--power-off, --power-on, --power-state), or run on a kind or k3d cluster nodedown reaches through Docker".to_string()
-    })
+    caps.iter()
+        .position(Capability::can_power_off)
+        .ok_or(NoBackend::NoFence)
 }
 
 /// A fault bound to its target node.
@@ -290,9 +299,11 @@ mod tests {
         let agent_only = [Capability::api(), Capability::agent()];
         assert_eq!(choose(&agent_only, None, KubeletStop, false), Ok(1));
         assert_eq!(choose(&agent_only, None, PodDelete, false), Ok(0));
-        let e = choose(&agent_only, None, NodeShutdown, false).unwrap_err();
+        let e = choose(&agent_only, None, NodeShutdown, false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("give power hooks (--power-off"), "{e}");
-        let e = choose_fence(&agent_only, 1).unwrap_err();
+        let e = choose_fence(&agent_only, 1).unwrap_err().to_string();
         assert!(
             e.contains("`fence: true`") && e.contains("--power-off"),
             "{e}"
@@ -305,7 +316,9 @@ mod tests {
         ];
         assert_eq!(choose(&hooks, None, NodeShutdown, false), Ok(0));
         assert_eq!(choose_fence(&hooks, 2), Ok(0));
-        let e = choose(&hooks, None, NodeShutdown, true).unwrap_err();
+        let e = choose(&hooks, None, NodeShutdown, true)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("graceful node-shutdown"), "{e}");
         // kind through Docker: everything, a fence through the fault's own backend.
         let kind = [
@@ -328,8 +341,17 @@ mod tests {
             Ok(2)
         );
         let e = choose(&kind, Some(Backend::Agent), NodeFreeze, false).unwrap_err();
+        assert_eq!(
+            e,
+            NoBackend::NotTheChosen {
+                chosen: Backend::Agent,
+                kind: NodeFreeze,
+                other: Backend::Docker
+            }
+        );
         assert!(
-            e.contains("--node-control agent cannot carry out node-freeze; docker can"),
+            e.to_string()
+                .contains("--node-control agent cannot carry out node-freeze; docker can"),
             "{e}"
         );
         // k3d nodes run no systemd: kubelet-stop goes to the agent, a clean shutdown nowhere.

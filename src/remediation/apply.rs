@@ -24,7 +24,10 @@ pub enum ApplyError {
     Journal(#[from] std::io::Error),
     /// No backend here can power the node off, so the fenced taint was not applied.
     #[error("fence {node}: {reason}")]
-    NoFence { node: String, reason: String },
+    NoFence {
+        node: String,
+        reason: crate::faults::NoBackend,
+    },
     /// Powering the node off (or confirming it off) failed.
     #[error("fence {node}: {source}")]
     Fence {

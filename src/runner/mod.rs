@@ -76,6 +76,9 @@ pub enum StepError {
     /// The node-control backend could not check or fault a node.
     #[error(transparent)]
     Node(#[from] faults::NodeError),
+    /// No backend of this invocation can carry the fault out.
+    #[error(transparent)]
+    NoBackend(#[from] faults::NoBackend),
     /// The fault could not be applied to every node (each node's reason).
     #[error("inject {fault}: {failures}")]
     Inject {
@@ -149,7 +152,7 @@ pub fn cannot_run(
     run: &PlannedRun,
     caps: &[faults::Capability],
     only: Option<faults::Backend>,
-) -> Option<String> {
+) -> Option<faults::NoBackend> {
     let fault = match faults::choose(caps, only, run.fault.kind, run.fault.graceful) {
         Ok(i) => i,
         Err(e) => return Some(e),
@@ -910,7 +913,7 @@ impl Steps {
         let caps: Vec<_> = self.controls.iter().map(|c| c.capability()).collect();
         faults::choose(&caps, self.fault_backend, kind, self.run.fault.graceful)
             .map(|i| self.controls[i].clone())
-            .map_err(StepError::Precondition)
+            .map_err(StepError::from)
     }
 
     /// Inject: journal the heal, apply the fault, record time zero from the best evidence. A

@@ -252,15 +252,21 @@ impl AgentNodeControl {
         format!("/api/v1/namespaces/{ns}/pods/{pod}:{AGENT_PORT}/proxy{path}")
     }
 
-    async fn post(&self, ns: &str, pod: &str, path: &str, body: Vec<u8>) -> Result<String, String> {
+    async fn post(
+        &self,
+        ns: &str,
+        pod: &str,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<String, CallError> {
         let request = http::Request::post(Self::proxy_url(ns, pod, path))
             .header("Content-Type", "application/json")
             .body(body)
             .expect("valid request");
         match tokio::time::timeout(Duration::from_secs(5), self.client.request_text(request)).await
         {
-            Ok(r) => r.map_err(|e| e.to_string()),
-            Err(_) => Err("no answer within 5s".into()),
+            Ok(r) => r.map_err(CallError::Api),
+            Err(_) => Err(CallError::Timeout),
         }
     }
 
@@ -381,9 +387,33 @@ impl AgentNodeControl {
     }
 }
 
+/// Why a call to the agent got no good answer.
+#[derive(Debug, thiserror::Error)]
+enum CallError {
+    /// Through the API server's pod proxy.
+    #[error("{0}")]
+    Api(kube::Error),
+    #[error("no answer within 5s")]
+    Timeout,
+    /// To the node's address directly.
+    #[error("{target}: {source}")]
+    Io {
+        target: String,
+        source: std::io::Error,
+    },
+    /// The node's address does not parse as a socket address.
+    #[error("{0}")]
+    Address(String),
+    /// The agent answered, but not 200: its status line.
+    #[error("{0}")]
+    Status(String),
+    #[error("the call's thread: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
 /// POST without a body to `http://addr:port/path`, with a short timeout (the node's address
 /// directly, when the API server cannot reach the agent).
-async fn direct_post(addr: &str, port: u16, path: &str) -> Result<String, String> {
+async fn direct_post(addr: &str, port: u16, path: &str) -> Result<String, CallError> {
     let target = if addr.contains(':') {
         format!("[{addr}]:{port}")
     } else {
@@ -392,25 +422,32 @@ async fn direct_post(addr: &str, port: u16, path: &str) -> Result<String, String
     let path = path.to_string();
     tokio::task::spawn_blocking(move || {
         use std::io::{Read, Write};
-        let sock: std::net::SocketAddr = target.parse().map_err(|e| format!("{target}: {e}"))?;
-        let mut s = std::net::TcpStream::connect_timeout(&sock, Duration::from_secs(3))
-            .map_err(|e| format!("{target}: {e}"))?;
+        let sock: std::net::SocketAddr = target
+            .parse()
+            .map_err(|e| CallError::Address(format!("{target}: {e}")))?;
+        let io = |source| CallError::Io {
+            target: target.clone(),
+            source,
+        };
+        let mut s =
+            std::net::TcpStream::connect_timeout(&sock, Duration::from_secs(3)).map_err(io)?;
         s.set_read_timeout(Some(Duration::from_secs(5))).ok();
         write!(
             s,
             "POST {path} HTTP/1.1\r\nHost: agent\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(io)?;
         let mut out = String::new();
-        s.read_to_string(&mut out).map_err(|e| e.to_string())?;
+        s.read_to_string(&mut out).map_err(io)?;
         if out.starts_with("HTTP/1.1 200") || out.starts_with("HTTP/1.0 200") {
             Ok(out)
         } else {
-            Err(out.lines().next().unwrap_or("").to_string())
+            Err(CallError::Status(
+                out.lines().next().unwrap_or("").to_string(),
+            ))
         }
     })
-    .await
-    .map_err(|e| e.to_string())?
+    .await?
 }
 
 impl NodeControl for AgentNodeControl {

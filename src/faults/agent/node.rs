@@ -20,6 +20,37 @@ use crate::spec::FaultKind;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// Why the agent refuses an order (answered 409 with the text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("{} is active until {until_ms}; heal it first", .kind.as_str())]
+    Busy { kind: FaultKind, until_ms: u64 },
+    #[error("leaseMs must be more than 0")]
+    NoLease,
+    #[error("the agent carries out kubelet-stop and network-partition, not {}", .0.as_str())]
+    NotMine(FaultKind),
+}
+
+/// Why a fault or its heal could not be carried out on the host (reported in `GET /status`).
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("open /proc/1/ns/{ns} (is the pod hostPID and privileged?): {source}")]
+    Namespace {
+        ns: &'static str,
+        source: std::io::Error,
+    },
+    #[error("enter the host's namespaces: {0}")]
+    Enter(std::io::Error),
+    #[error("`{script}` failed ({status}): {output}")]
+    Failed {
+        script: String,
+        status: std::process::ExitStatus,
+        output: String,
+    },
+    #[error("the agent does not carry out {}", .0.as_str())]
+    NotMine(FaultKind),
+}
+
 /// The lease state machine (pure: time is passed in).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Lease {
@@ -35,25 +66,21 @@ pub enum Due {
 
 impl Lease {
     /// Accepts an order at `now_ms`, or says why not.
-    pub fn order(&mut self, order: &Order, now_ms: u64) -> Result<Active, String> {
+    pub fn order(&mut self, order: &Order, now_ms: u64) -> Result<Active, Refused> {
         if let Some(a) = &self.active {
-            return Err(format!(
-                "{} is active until {}; heal it first",
-                a.kind.as_str(),
-                a.until_ms
-            ));
+            return Err(Refused::Busy {
+                kind: a.kind,
+                until_ms: a.until_ms,
+            });
         }
         if order.lease_ms == 0 {
-            return Err("leaseMs must be more than 0".into());
+            return Err(Refused::NoLease);
         }
         if !matches!(
             order.kind,
             FaultKind::KubeletStop | FaultKind::NetworkPartition
         ) {
-            return Err(format!(
-                "the agent carries out kubelet-stop and network-partition, not {}",
-                order.kind.as_str()
-            ));
+            return Err(Refused::NotMine(order.kind));
         }
         let a = Active {
             kind: order.kind,
@@ -104,14 +131,13 @@ pub fn host_is_container() -> bool {
 
 /// Runs `script` with `/bin/sh` in the host's mount, network, UTS, IPC and PID namespaces (the
 /// namespaces of PID 1, visible through hostPID).
-fn host_sh(script: &str) -> Result<String, String> {
+fn host_sh(script: &str) -> Result<String, HostError> {
     use std::os::unix::io::AsRawFd;
     use std::os::unix::process::CommandExt;
     let mut fds = Vec::new();
     for ns in ["ipc", "uts", "net", "pid", "mnt"] {
-        let f = std::fs::File::open(format!("/proc/1/ns/{ns}")).map_err(|e| {
-            format!("open /proc/1/ns/{ns} (is the pod hostPID and privileged?): {e}")
-        })?;
+        let f = std::fs::File::open(format!("/proc/1/ns/{ns}"))
+            .map_err(|source| HostError::Namespace { ns, source })?;
         fds.push(f);
     }
     let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
@@ -131,9 +157,7 @@ fn host_sh(script: &str) -> Result<String, String> {
             Ok(())
         });
     }
-    let out = cmd
-        .output()
-        .map_err(|e| format!("enter the host's namespaces: {e}"))?;
+    let out = cmd.output().map_err(HostError::Enter)?;
     drop(fds);
     let text = format!(
         "{}{}",
@@ -143,15 +167,15 @@ fn host_sh(script: &str) -> Result<String, String> {
     if out.status.success() {
         Ok(text)
     } else {
-        Err(format!(
-            "`{script}` failed ({}): {}",
-            out.status,
-            text.trim()
-        ))
+        Err(HostError::Failed {
+            script: script.to_string(),
+            status: out.status,
+            output: text.trim().to_string(),
+        })
     }
 }
 
-fn apply(order: &Order) -> Result<(), String> {
+fn apply(order: &Order) -> Result<(), HostError> {
     match order.kind {
         FaultKind::KubeletStop => {
             host_sh("systemctl cat kubelet.service >/dev/null 2>&1 || { echo 'the kubelet is not a systemd unit (kubelet.service) on this node; the agent cannot stop it' >&2; exit 1; }; systemctl stop kubelet")
@@ -161,13 +185,11 @@ fn apply(order: &Order) -> Result<(), String> {
         FaultKind::NodeShutdown
         | FaultKind::NodeFreeze
         | FaultKind::PodDelete
-        | FaultKind::ContainerKill => {
-            Err(format!("the agent does not carry out {}", order.kind.as_str()))
-        }
+        | FaultKind::ContainerKill => Err(HostError::NotMine(order.kind)),
     }
 }
 
-fn heal(kind: FaultKind) -> Result<(), String> {
+fn heal(kind: FaultKind) -> Result<(), HostError> {
     match kind {
         FaultKind::KubeletStop => host_sh("systemctl start kubelet").map(|_| ()),
         FaultKind::NetworkPartition => host_sh(&heal_partition_script()).map(|_| ()),
@@ -290,7 +312,9 @@ pub fn run(port: u16, test_node: bool) -> std::io::Result<()> {
                             r
                         };
                         match accepted {
-                            Err(e) => json(409, serde_json::json!({"error": e}).to_string()),
+                            Err(e) => {
+                                json(409, serde_json::json!({"error": e.to_string()}).to_string())
+                            }
                             Ok(active) => {
                                 // Answer first, then act: a partition would drop the answer.
                                 let answer = json(
@@ -304,9 +328,11 @@ pub fn run(port: u16, test_node: bool) -> std::io::Result<()> {
                                 let result = apply(&order);
                                 let at = now_ms();
                                 let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-                                s.status
-                                    .applied
-                                    .push((order.kind, at, result.clone().err()));
+                                s.status.applied.push((
+                                    order.kind,
+                                    at,
+                                    result.as_ref().err().map(|e| e.to_string()),
+                                ));
                                 drop(s);
                                 if let Err(e) = result {
                                     eprintln!(
@@ -383,7 +409,14 @@ mod tests {
         let e = l
             .order(&order(FaultKind::KubeletStop, 1_000), 10)
             .unwrap_err();
-        assert!(e.contains("network-partition is active"), "{e}");
+        assert_eq!(
+            e,
+            Refused::Busy {
+                kind: FaultKind::NetworkPartition,
+                until_ms: 60_000
+            }
+        );
+        assert!(e.to_string().contains("network-partition is active"), "{e}");
         assert_eq!(l.heal_now(), Due::Heal(FaultKind::NetworkPartition));
         assert_eq!(l.heal_now(), Due::Nothing);
         assert_eq!(l.tick(u64::MAX), Due::Nothing);
