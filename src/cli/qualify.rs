@@ -665,8 +665,12 @@ fn write_sheet(
             title: r.title,
             source: &r.source,
             applies: match &r.body {
-                RowBody::Run(_) => Ok(format!("experiments/{}.yaml", r.id)),
-                RowBody::NotApplicable(why) => Err(why.clone()),
+                RowBody::Run(_) => sheet::Applies::Run {
+                    experiment: format!("experiments/{}.yaml", r.id),
+                },
+                RowBody::NotApplicable(why) => sheet::Applies::NotApplicable {
+                    reason: why.clone(),
+                },
             },
         })
         .collect();

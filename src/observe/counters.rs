@@ -44,22 +44,35 @@ pub fn parse_counters(text: &str) -> BTreeMap<String, u64> {
     out
 }
 
+/// Why kube-controller-manager's counters could not be read (evidence, not a requirement).
+#[derive(Debug, thiserror::Error)]
+pub enum CountersError {
+    #[error("listing kube-controller-manager pods: {0}")]
+    List(kube::Error),
+    #[error("no pod labelled component=kube-controller-manager in kube-system (a managed control plane?)")]
+    NoPod,
+    #[error("GET {url}: {source}")]
+    Get { url: String, source: kube::Error },
+    #[error("no answer within {}s", .0.as_secs())]
+    Timeout(std::time::Duration),
+}
+
 /// Reads the counters from the kube-controller-manager pod (label
 /// `component=kube-controller-manager` in kube-system). Returns the pod read and the samples.
 pub async fn read_controller_counters(
     client: &Client,
-) -> Result<(String, BTreeMap<String, u64>), String> {
+) -> Result<(String, BTreeMap<String, u64>), CountersError> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
     let list = pods
         .list(&kube::api::ListParams::default().labels("component=kube-controller-manager"))
         .await
-        .map_err(|e| format!("listing kube-controller-manager pods: {e}"))?;
+        .map_err(CountersError::List)?;
     let pod = list
         .items
         .iter()
         .filter_map(|p| p.metadata.name.clone())
         .next()
-        .ok_or("no pod labelled component=kube-controller-manager in kube-system (a managed control plane?)")?;
+        .ok_or(CountersError::NoPod)?;
     let url = format!("/api/v1/namespaces/kube-system/pods/https:{pod}:10257/proxy/metrics");
     let request = http::Request::get(&url)
         .body(Vec::new())
@@ -67,7 +80,7 @@ pub async fn read_controller_counters(
     let text = client
         .request_text(request)
         .await
-        .map_err(|e| format!("GET {url}: {e}"))?;
+        .map_err(|source| CountersError::Get { url, source })?;
     Ok((pod, parse_counters(&text)))
 }
 

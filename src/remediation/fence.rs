@@ -54,6 +54,9 @@ pub enum FenceError {
     Failed { name: String, message: String },
     #[error("NetworkFence {name}: {what} within {}s", FENCE_TIMEOUT.as_secs())]
     Timeout { name: String, what: &'static str },
+    /// The node's kubelet could not say which pods it runs.
+    #[error("the kubelet of {node}: {detail}")]
+    Kubelet { node: String, detail: String },
 }
 
 /// The CSI drivers of the workload's volumes (the PersistentVolumes bound to the claims of
@@ -250,16 +253,20 @@ async fn delete_and_await_gone(client: &Client, name: &str) -> Result<bool, Fenc
 /// How many pods of namespace `ns` the node's kubelet still runs, by its own account (its
 /// `/pods` endpoint through the API server's node proxy): a pod deleted from the API while its
 /// node was cut off keeps running there until the kubelet hears of it.
-pub async fn kubelet_pods_of(client: &Client, node: &str, ns: &str) -> Result<usize, String> {
+pub async fn kubelet_pods_of(client: &Client, node: &str, ns: &str) -> Result<usize, FenceError> {
+    let kubelet = |detail: String| FenceError::Kubelet {
+        node: node.to_string(),
+        detail,
+    };
     let request = http::Request::get(format!("/api/v1/nodes/{node}/proxy/pods"))
         .body(Vec::new())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| kubelet(e.to_string()))?;
     let text = tokio::time::timeout(Duration::from_secs(5), client.request_text(request))
         .await
-        .map_err(|_| format!("the kubelet of {node} did not answer within 5s"))?
-        .map_err(|e| format!("the kubelet of {node}: {e}"))?;
+        .map_err(|_| kubelet("no answer within 5s".into()))?
+        .map_err(|e| kubelet(e.to_string()))?;
     let list: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("the kubelet of {node}: {e}"))?;
+        serde_json::from_str(&text).map_err(|e| kubelet(e.to_string()))?;
     Ok(list["items"]
         .as_array()
         .map(|items| {

@@ -125,8 +125,14 @@ pub struct PlannedRow<'a> {
     pub id: &'a str,
     pub title: &'a str,
     pub source: &'a str,
-    /// `Err(reason)` when not applicable; `Ok(experiment file)` else.
-    pub applies: Result<String, String>,
+    pub applies: Applies,
+}
+
+/// Whether a row runs here: its experiment file, or why it is not applicable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applies {
+    Run { experiment: String },
+    NotApplicable { reason: String },
 }
 
 /// The sheet of `rows`, decided from `report` (the runs of the rows' experiments,
@@ -163,11 +169,11 @@ pub fn sheet(
                 where_the_time_went: vec![],
             };
             match &row.applies {
-                Err(why) => SheetRow {
-                    reason: Some(why.clone()),
+                Applies::NotApplicable { reason } => SheetRow {
+                    reason: Some(reason.clone()),
                     ..base
                 },
-                Ok(file) => {
+                Applies::Run { experiment: file } => {
                     let experiment = format!("qualify-{}", row.id);
                     let runs: Vec<&RunResult> = report
                         .experiments
@@ -835,19 +841,25 @@ mod tests {
                 id: "power-off-taint",
                 title: "taint",
                 source: "KEP-2268",
-                applies: Ok("experiments/power-off-taint.yaml".into()),
+                applies: Applies::Run {
+                    experiment: "experiments/power-off-taint.yaml".into(),
+                },
             },
             PlannedRow {
                 id: "block",
                 title: "block",
                 source: "-",
-                applies: Err("the driver does not declare block".into()),
+                applies: Applies::NotApplicable {
+                    reason: "the driver does not declare block".into(),
+                },
             },
             PlannedRow {
                 id: "pod-delete",
                 title: "baseline",
                 source: "-",
-                applies: Ok("experiments/pod-delete.yaml".into()),
+                applies: Applies::Run {
+                    experiment: "experiments/pod-delete.yaml".into(),
+                },
             },
         ];
         let env = SheetEnvironment {

@@ -224,7 +224,7 @@ impl Healer {
                         Err(e) if tokio::time::Instant::now() >= deadline => {
                             return Err(HealFailure::FenceKept {
                                 name: name.clone(),
-                                why: e,
+                                why: e.to_string(),
                             })
                         }
                         _ => tokio::time::sleep(Duration::from_millis(500)).await,

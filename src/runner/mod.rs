@@ -493,12 +493,10 @@ impl Steps {
     /// Records kube-controller-manager's counters (which path freed the volume and the pod);
     /// a note when they cannot be read (this is evidence, not a requirement).
     async fn controller_counters(&self, stage: &str) {
-        let read = tokio::time::timeout(
-            Duration::from_secs(5),
-            observe::read_controller_counters(&self.client),
-        )
-        .await
-        .unwrap_or_else(|_| Err("no answer within 5s".into()));
+        const WITHIN: Duration = Duration::from_secs(5);
+        let read = tokio::time::timeout(WITHIN, observe::read_controller_counters(&self.client))
+            .await
+            .unwrap_or(Err(observe::CountersError::Timeout(WITHIN)));
         match read {
             Ok((source, counters)) => {
                 self.recorder.record(EventKind::ControllerCounters {
