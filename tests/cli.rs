@@ -497,7 +497,7 @@ fn qualify_plans_vendor_testdriver_files_as_they_are() {
         // no node affinity.
         let immediate = file == "vendor-fromfile.yaml";
         assert_eq!(
-            stderr.contains("the rows run one at a time across the cluster, not in lanes"),
+            stderr.contains("so the rows run alone, not in lanes"),
             immediate,
             "{file}: {stderr}"
         );

@@ -261,7 +261,7 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
                 )
             });
     }
-    storage.immediate_topology = crate::plan::qualify::immediate_topology(
+    storage.early_zone = crate::plan::lanes::early_zone(
         &class,
         binding_mode.as_deref(),
         driver
@@ -285,23 +285,9 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     if !quiet || args.plan_only {
         print_rows(&class, attaches, &rows, &args.run.only, repeat, &dir);
     }
-    // Lanes never change what a run measures (issue 18's comparison): as many as the cluster
-    // allows unless a number of lanes was asked for — but a lane holds whole zones, and a
-    // volume whose zone is chosen before its pod may be in another lane's.
-    let asked = args.run.parallel;
-    args.run.parallel = match (&storage.immediate_topology, asked) {
-        (Some(_), _) => Parallel::Lanes(1),
-        (None, Parallel::Lanes(1)) => Parallel::Auto,
-        (None, p) => p,
-    };
-    if let Some(why) = &storage.immediate_topology {
+    if let Some(why) = &storage.early_zone {
         eprintln!(
-            "qualify: the rows run one at a time across the cluster, not in lanes{}: {why}, so a volume's zone is chosen before its pod and a lane may not reach it (a class with volumeBindingMode: WaitForFirstConsumer can use lanes)",
-            if asked == Parallel::Lanes(1) {
-                String::new()
-            } else {
-                format!(" (--parallel {asked} set aside)")
-            }
+            "qualify: {why}: each volume's zone is chosen before its pod is placed, and a lane (whole zones) may not reach it, so the rows run alone, not in lanes (a class with volumeBindingMode: WaitForFirstConsumer can use lanes)"
         );
     }
     if args.plan_only {
@@ -312,6 +298,11 @@ pub async fn qualify(mut args: QualifyArgs, quiet: bool) -> u8 {
     args.run.paths = vec![dir];
     args.run.out = Some(out.join("runs"));
     args.run.repeat = Some(repeat);
+    // Lanes never change what a run measures (issue 18's comparison): as many as the cluster
+    // allows unless a number of lanes was asked for.
+    if args.run.parallel == Parallel::Lanes(1) {
+        args.run.parallel = Parallel::Auto;
+    }
     let runs_dir = out.join("runs");
     // The qualification's metrics are its sheet's and its runs', written (and pushed) once the
     // sheet is made, not by the runs alone.

@@ -934,7 +934,8 @@ impl Invocation<'_> {
             ack_interval: args.ack_interval,
             runner_node: args.runner_node.clone(),
         };
-        let lanes = match self.lanes(env).await {
+        let sharing = self.sharing(env).await;
+        let lanes = match self.lanes(env, &sharing).await {
             Ok(l) => l,
             Err(e) => {
                 error(format!("cannot form lanes: {e}"));
@@ -942,7 +943,7 @@ impl Invocation<'_> {
             }
         };
         let lane_count = lanes.len().max(1) as u32;
-        let interrupted = self.schedule(env, &settings, lanes).await;
+        let interrupted = self.schedule(env, &settings, lanes, &sharing).await;
         Ok((interrupted, lane_count))
     }
 
@@ -970,7 +971,41 @@ impl Invocation<'_> {
     }
 
     /// The lanes of this invocation: none with `--parallel 1` (or room for only one).
-    async fn lanes(&self, env: &Env) -> Result<Vec<Lane>, String> {
+    /// What decides whether a run can share the cluster: `--allow-control-plane`, and the
+    /// classes of the runs that get their volumes' zones before their pods (read from each
+    /// class and its driver's CSINodes; a class not read is taken to be laneable).
+    async fn sharing(&self, env: &Env) -> crate::plan::lanes::Sharing {
+        let mut sharing = crate::plan::lanes::Sharing::new(self.args.allow_control_plane);
+        if self.args.parallel == crate::plan::lanes::Parallel::Lanes(1) {
+            return sharing;
+        }
+        let classes: std::collections::BTreeSet<&str> = self
+            .runs
+            .iter()
+            .map(|r| r.workload.storage_class.as_str())
+            .collect();
+        let api = kube::Api::<k8s_openapi::api::storage::v1::StorageClass>::all(env.client.clone());
+        for class in classes {
+            let Ok(Some(sc)) = api.get_opt(class).await else {
+                continue;
+            };
+            let mode = sc.volume_binding_mode.as_deref().unwrap_or("Immediate");
+            let keys = runner::driver_facts(&env.client, &sc.provisioner)
+                .await
+                .map(|f| f.topology_keys)
+                .unwrap_or_default();
+            if let Some(why) = crate::plan::lanes::early_zone(class, Some(mode), &[], &keys) {
+                sharing.early_zone.insert(class.to_string(), why);
+            }
+        }
+        sharing
+    }
+
+    async fn lanes(
+        &self,
+        env: &Env,
+        sharing: &crate::plan::lanes::Sharing,
+    ) -> Result<Vec<Lane>, String> {
         use crate::plan::lanes::{self, Parallel};
         if self.args.parallel == Parallel::Lanes(1) {
             return Ok(vec![]);
@@ -994,7 +1029,7 @@ impl Invocation<'_> {
                 lanes::Worker::new(name, zone.map(String::as_str))
             })
             .collect();
-        let (need, laneable) = lanes::demand(self.runs, self.args.allow_control_plane);
+        let (need, laneable) = lanes::demand(self.runs, sharing);
         let count = lanes::lane_count(self.args.parallel, lanes::room(&workers, need), laneable);
         if count <= 1 {
             self.progress.step(&format!(
@@ -1014,16 +1049,17 @@ impl Invocation<'_> {
     /// Runs every run: in plan order, each in the first free lane, a run that needs the
     /// cluster alone once every lane is idle. Returns whether a signal stopped it (then every
     /// run going was healed and none was started after it).
-    async fn schedule(&self, env: &Env, settings: &RunSettings, lanes: Vec<Lane>) -> bool {
+    async fn schedule(
+        &self,
+        env: &Env,
+        settings: &RunSettings,
+        lanes: Vec<Lane>,
+        sharing: &crate::plan::lanes::Sharing,
+    ) -> bool {
         use crate::plan::lanes::{can_start, place, Placement};
         use futures::stream::{FuturesUnordered, StreamExt};
         let lane_size = lanes.iter().map(|l| l.nodes.len()).min().unwrap_or(0);
-        let placements = place(
-            self.runs,
-            lanes.len(),
-            lane_size,
-            self.args.allow_control_plane,
-        );
+        let placements = place(self.runs, lanes.len(), lane_size, sharing);
         let parallel = lanes.len() > 1;
         for (run, p) in self.runs.iter().zip(&placements) {
             if let (true, Placement::Alone(why)) = (parallel, p) {
@@ -1393,7 +1429,9 @@ fn lanes_text(
     if parallel == Parallel::Lanes(1) {
         return None;
     }
-    let (need, laneable) = lanes::demand(runs, allow_control_plane);
+    // Before the cluster is reached: what the classes bind is not known yet.
+    let sharing = lanes::Sharing::new(allow_control_plane);
+    let (need, laneable) = lanes::demand(runs, &sharing);
     let config = opts.kind_config.clone().or_else(|| {
         experiments.first().and_then(|(file, e)| {
             let kind = e.cluster.provider == crate::spec::Provider::Kind
@@ -1425,7 +1463,7 @@ fn lanes_text(
             usize::MAX
         }
     };
-    let placements = lanes::place(runs, count, need, allow_control_plane);
+    let placements = lanes::place(runs, count, need, &sharing);
     Some(placements)
 }
 

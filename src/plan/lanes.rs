@@ -29,16 +29,6 @@ impl std::str::FromStr for Parallel {
     }
 }
 
-/// As `--parallel` is written.
-impl std::fmt::Display for Parallel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Parallel::Lanes(n) => write!(f, "{n}"),
-            Parallel::Auto => f.write_str("auto"),
-        }
-    }
-}
-
 /// One lane: its number (1-based) and its nodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lane {
@@ -53,9 +43,63 @@ pub fn nodes_needed(_run: &PlannedRun) -> usize {
     2
 }
 
+/// What, beyond the runs themselves, decides whether a run can share the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sharing {
+    /// `--allow-control-plane`: a fault may hit the control plane every lane shares.
+    pub allow_control_plane: bool,
+    /// The storage classes whose volumes get their zone before their pods are placed, each
+    /// with why ([`early_zone`]): a lane (whole zones) may not reach such a volume.
+    pub early_zone: std::collections::BTreeMap<String, String>,
+}
+
+impl Sharing {
+    pub fn new(allow_control_plane: bool) -> Sharing {
+        Sharing {
+            allow_control_plane,
+            ..Sharing::default()
+        }
+    }
+}
+
+/// Why a class's volumes may get their zone before their pods are placed: the class binds
+/// `Immediate` (the provisioner picks the zone when the claim is made) and its driver has
+/// topology — `declared` keys (a testdriver file's `TopologyKeys`), else the keys its node
+/// plugins publish on their CSINodes. Never for the classes whose volumes nodedown makes
+/// itself (without node affinity).
+pub fn early_zone(
+    class: &str,
+    binding_mode: Option<&str>,
+    declared: &[String],
+    published: &[String],
+) -> Option<String> {
+    use crate::vocab::{ATTACH_CLASS, LOCAL_CLASS, SHARED_CLASS};
+    if binding_mode != Some("Immediate")
+        || [ATTACH_CLASS, SHARED_CLASS, LOCAL_CLASS].contains(&class)
+    {
+        return None;
+    }
+    let topology = if !declared.is_empty() {
+        format!(
+            "the testdriver file's TopologyKeys ({})",
+            declared.join(", ")
+        )
+    } else if !published.is_empty() {
+        format!(
+            "its driver publishes the topology keys {} on its CSINodes",
+            published.join(", ")
+        )
+    } else {
+        return None;
+    };
+    Some(format!(
+        "StorageClass {class} binds Immediate and {topology}"
+    ))
+}
+
 /// Why `run` cannot share the cluster with other runs (it then runs alone, on every worker,
 /// once the lanes are idle); `None` when a lane can contain it.
-pub fn alone_reason(run: &PlannedRun, allow_control_plane: bool) -> Option<String> {
+pub fn alone_reason(run: &PlannedRun, sharing: &Sharing) -> Option<String> {
     if run.remediation == RemediationSpec::External {
         return Some(
             "remediation external: a remediator outside nodedown may act on any node, and what it does to another lane's node would be taken for this run's remediation"
@@ -78,11 +122,16 @@ pub fn alone_reason(run: &PlannedRun, allow_control_plane: bool) -> Option<Strin
             "target {several}: several nodes faulted together, and the replacements go to any other worker, across lanes"
         ));
     }
-    if allow_control_plane {
+    if sharing.allow_control_plane {
         return Some(
             "--allow-control-plane: the fault may hit the control plane, which every lane shares"
                 .into(),
         );
+    }
+    if let Some(why) = sharing.early_zone.get(&run.workload.storage_class) {
+        return Some(format!(
+            "{why}: its volume's zone is chosen before its pod is placed, and a lane (whole zones) may not reach it"
+        ));
     }
     None
 }
@@ -218,14 +267,14 @@ pub fn place(
     runs: &[PlannedRun],
     lanes: usize,
     lane_size: usize,
-    allow_control_plane: bool,
+    sharing: &Sharing,
 ) -> Vec<Placement> {
     runs.iter()
         .map(|r| {
             if lanes <= 1 {
                 return Placement::Alone(String::new());
             }
-            if let Some(why) = alone_reason(r, allow_control_plane) {
+            if let Some(why) = alone_reason(r, sharing) {
                 return Placement::Alone(why);
             }
             if nodes_needed(r) > lane_size {
@@ -241,9 +290,9 @@ pub fn place(
 
 /// How many nodes the runs need of a lane (the most any of them needs) and how many of them
 /// can go in one at all.
-pub fn demand(runs: &[PlannedRun], allow_control_plane: bool) -> (usize, usize) {
+pub fn demand(runs: &[PlannedRun], sharing: &Sharing) -> (usize, usize) {
     let need = runs.iter().map(nodes_needed).max().unwrap_or(2);
-    let laneable = place(runs, usize::MAX, need, allow_control_plane)
+    let laneable = place(runs, usize::MAX, need, sharing)
         .iter()
         .filter(|p| **p == Placement::Lane)
         .count();
@@ -403,16 +452,54 @@ mod tests {
     #[test]
     fn external_remediation_and_control_plane_faults_run_alone() {
         let runs = [run(RemediationSpec::None), run(RemediationSpec::External)];
-        let p = place(&runs, 3, 2, false);
+        let no = Sharing::new(false);
+        let p = place(&runs, 3, 2, &no);
         assert_eq!(p[0], Placement::Lane);
         assert!(matches!(&p[1], Placement::Alone(why) if why.starts_with("remediation external")));
-        let p = place(&runs, 3, 2, true);
+        let p = place(&runs, 3, 2, &Sharing::new(true));
         assert!(matches!(&p[0], Placement::Alone(why) if why.contains("control plane")));
-        assert!(place(&runs, 1, 6, false)
+        assert!(place(&runs, 1, 6, &no)
             .iter()
             .all(|p| *p == Placement::Alone(String::new())));
-        let p = place(&runs[..1], 3, 1, false);
+        let p = place(&runs[..1], 3, 1, &no);
         assert_eq!(p[0], Placement::Alone("needs 2 nodes, a lane has 1".into()));
+    }
+
+    #[test]
+    fn a_class_that_picks_the_zone_before_the_pod_runs_alone() {
+        let zone = vec!["topology.kubernetes.io/zone".to_string()];
+        let why = early_zone("vendor", Some("Immediate"), &[], &zone).unwrap();
+        assert!(
+            why.contains("binds Immediate") && why.contains("on its CSINodes"),
+            "{why}"
+        );
+        assert!(early_zone("vendor", Some("Immediate"), &zone, &[])
+            .unwrap()
+            .contains("TopologyKeys"));
+        // Delayed binding, no topology, a mode not read, or volumes nodedown makes itself.
+        assert_eq!(
+            early_zone("vendor", Some("WaitForFirstConsumer"), &zone, &zone),
+            None
+        );
+        assert_eq!(early_zone("vendor", Some("Immediate"), &[], &[]), None);
+        assert_eq!(early_zone("vendor", None, &zone, &zone), None);
+        assert_eq!(
+            early_zone("nodedown-attach", Some("Immediate"), &[], &zone),
+            None
+        );
+        // Only the runs of that class leave the lanes.
+        let mut other = run(RemediationSpec::None);
+        other.workload.storage_class = "vendor".into();
+        let runs = [run(RemediationSpec::None), other];
+        let mut sharing = Sharing::new(false);
+        sharing.early_zone.insert("vendor".into(), why);
+        let p = place(&runs, 3, 2, &sharing);
+        assert_eq!(p[0], Placement::Lane);
+        assert!(
+            matches!(&p[1], Placement::Alone(w) if w.contains("binds Immediate") && w.contains("may not reach it")),
+            "{p:?}"
+        );
+        assert_eq!(demand(&runs, &sharing), (2, 1));
     }
 
     #[test]

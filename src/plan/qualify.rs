@@ -44,11 +44,10 @@ pub struct Storage {
     /// The cluster's zones (`topology.kubernetes.io/zone`) and how many schedulable workers
     /// each has, by name; empty when unknown or when no node carries the label.
     pub zones: Vec<(String, usize)>,
-    /// Why a volume's zone may be chosen before its pod is placed, when it may: the class binds
-    /// `Immediate` and its driver has topology. A lane (whole zones) may then not reach the
-    /// volume, so the rows run without lanes, and the zone-lost row cannot start the ledger in
-    /// the zone it loses.
-    pub immediate_topology: Option<String>,
+    /// Why a volume's zone may be chosen before its pod is placed, when it may
+    /// ([`crate::plan::lanes::early_zone`]): the zone-lost row cannot start the ledger in the
+    /// zone it loses (and the runs go alone, outside the lanes: `run` reads that itself).
+    pub early_zone: Option<String>,
 }
 
 impl Storage {
@@ -75,7 +74,7 @@ impl Storage {
                 )
             }),
             zones: Vec::new(),
-            immediate_topology: None,
+            early_zone: None,
         }
     }
 
@@ -94,44 +93,9 @@ impl Storage {
             network_fence_class: None,
             zonal: None,
             zones: Vec::new(),
-            immediate_topology: None,
+            early_zone: None,
         }
     }
-}
-
-/// Why the class's volumes may get their zone before their pods are placed: the class binds
-/// `Immediate` (the provisioner picks the zone when the claim is made) and its driver has
-/// topology — the testdriver file's `TopologyKeys`, else topology keys its node plugins publish
-/// on their CSINodes. Never for the classes whose volumes nodedown makes itself (without node
-/// affinity).
-pub fn immediate_topology(
-    class: &str,
-    binding_mode: Option<&str>,
-    file_keys: &[String],
-    csinode_keys: &[String],
-) -> Option<String> {
-    use crate::vocab::{ATTACH_CLASS, LOCAL_CLASS, SHARED_CLASS};
-    if binding_mode != Some("Immediate")
-        || [ATTACH_CLASS, SHARED_CLASS, LOCAL_CLASS].contains(&class)
-    {
-        return None;
-    }
-    let topology = if !file_keys.is_empty() {
-        format!(
-            "the testdriver file's TopologyKeys ({})",
-            file_keys.join(", ")
-        )
-    } else if !csinode_keys.is_empty() {
-        format!(
-            "its driver publishes the topology keys {} on its CSINodes",
-            csinode_keys.join(", ")
-        )
-    } else {
-        return None;
-    };
-    Some(format!(
-        "StorageClass {class} binds Immediate and {topology}"
-    ))
 }
 
 /// One row of the qualification.
@@ -483,9 +447,9 @@ fn zone_lost(storage: &Storage, attaches: bool) -> Row {
     // The zone the ledger starts in (its workers are the run's homes): the first by name,
     // among at least two zones (one to lose, one left). Every listed zone has a worker.
     let body = match storage.zones.first() {
-        Some(_) if storage.immediate_topology.is_some() => RowBody::NotApplicable(format!(
+        Some(_) if storage.early_zone.is_some() => RowBody::NotApplicable(format!(
             "{}: each volume's zone is chosen before its pod, so the row cannot start the ledger in the zone it loses; give the class volumeBindingMode: WaitForFirstConsumer (upstream's delayed binding)",
-            storage.immediate_topology.as_deref().unwrap_or_default()
+            storage.early_zone.as_deref().unwrap_or_default()
         )),
         Some((zone, _)) if storage.zones.len() >= 2 => {
             let shape = Shape {
@@ -946,30 +910,9 @@ mod tests {
     }
 
     #[test]
-    fn an_immediate_class_of_a_driver_with_topology_gives_up_lanes_and_the_zone_row() {
+    fn a_class_that_picks_the_zone_before_the_pod_has_no_zone_lost_row() {
         let zone = vec!["topology.kubernetes.io/zone".to_string()];
-        let why = immediate_topology("vendor", Some("Immediate"), &[], &zone).unwrap();
-        assert!(
-            why.contains("binds Immediate") && why.contains("on its CSINodes"),
-            "{why}"
-        );
-        assert!(immediate_topology("vendor", Some("Immediate"), &zone, &[])
-            .unwrap()
-            .contains("TopologyKeys"));
-        // Delayed binding, no topology, a mode not read, or volumes nodedown makes itself.
-        assert_eq!(
-            immediate_topology("vendor", Some("WaitForFirstConsumer"), &zone, &zone),
-            None
-        );
-        assert_eq!(
-            immediate_topology("vendor", Some("Immediate"), &[], &[]),
-            None
-        );
-        assert_eq!(immediate_topology("vendor", None, &zone, &zone), None);
-        assert_eq!(
-            immediate_topology("nodedown-attach", Some("Immediate"), &[], &zone),
-            None
-        );
+        let why = crate::plan::lanes::early_zone("vendor", Some("Immediate"), &[], &zone).unwrap();
         let mut s = Storage::from_class("vendor", Some(true));
         s.zones = vec![("zone-a".to_string(), 2), ("zone-b".to_string(), 2)];
         assert!(matches!(
@@ -980,7 +923,7 @@ mod tests {
                 .body,
             RowBody::Run(_)
         ));
-        s.immediate_topology = Some(why);
+        s.early_zone = Some(why);
         match &matrix(&s, true)
             .iter()
             .find(|r| r.id == "zone-lost")
