@@ -43,6 +43,8 @@ pub enum When {
     RecreateNode,
     /// `nodedown qualify`: the StorageClass it makes.
     Qualify,
+    /// `workload.fillAttachLimit`: the driver's published limit on each node.
+    FillAttachLimit,
 }
 
 /// One row: `verbs` on `resource` (`pods/proxy` for a subresource) of API group `group`.
@@ -361,6 +363,20 @@ pub const RULES: &[Rule] = &[
             "the storage's reports of refused writes (Events on the NetworkFence)",
         )
     },
+    rule(
+        "storage.k8s.io",
+        "storageclasses",
+        &["get"],
+        When::FillAttachLimit,
+        "the class's driver, whose attach limit fillAttachLimit reaches",
+    ),
+    rule(
+        "storage.k8s.io",
+        "csinodes",
+        &["get"],
+        When::FillAttachLimit,
+        "each node's attach limit (allocatable count), which fillAttachLimit reaches",
+    ),
     // Read for the record.
     rule(
         "storage.k8s.io",
@@ -433,6 +449,7 @@ fn applies(when: When, run: &PlannedRun, s: Setting) -> bool {
                 || run.remediation == RemediationSpec::External
         }
         When::LedgerStatefulSet => ledger && s.acks && !deployment,
+        When::FillAttachLimit => run.workload.fill_attach_limit,
         When::Deployment => deployment,
         When::OwnVolumes => [
             crate::vocab::SHARED_CLASS,
