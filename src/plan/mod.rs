@@ -222,6 +222,13 @@ pub fn actions(run: &PlannedRun) -> Vec<String> {
         Some(nodes) => format!("{nodes} (at the same instant)"),
         None => format!("the node of {target}"),
     };
+    if w.fill_attach_limit {
+        out.push(format!(
+            "fill: every other node the replacement may go to (the lane's, else the cluster's schedulable workers) up to the attach limit {}'s driver publishes on it (its CSINode allocatable count), with pods holding one claim each; wait until they are Running (at most {})",
+            w.storage_class,
+            fmt_duration(run.timeouts.steady_state)
+        ));
+    }
     out.push(match run.fault.kind {
         FaultKind::NodeShutdown if run.fault.graceful => {
             format!("fault: shut {node} down cleanly (systemctl poweroff in the node)")
@@ -340,5 +347,12 @@ mod action_tests {
             .any(|l| l == "remediate: 0s after the node is NotReady: power it off, confirm it is off, then add the out-of-service taint"));
         assert!(a.iter().any(|l| l.contains("at most 2m from the fault")));
         assert!(a.last().unwrap().starts_with("heal: "));
+        assert!(!a.iter().any(|l| l.starts_with("fill: ")));
+        // With fillAttachLimit: the fill between the steady state and the fault.
+        run.workload.fill_attach_limit = true;
+        let a = actions(&run);
+        let at = |prefix: &str| a.iter().position(|l| l.starts_with(prefix)).unwrap();
+        assert!(at("wait: ") < at("fill: ") && at("fill: ") < at("fault: "), "{a:?}");
+        assert!(a[at("fill: ")].contains("CSINode allocatable count"));
     }
 }
