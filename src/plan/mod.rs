@@ -352,7 +352,10 @@ mod action_tests {
         run.workload.fill_attach_limit = true;
         let a = actions(&run);
         let at = |prefix: &str| a.iter().position(|l| l.starts_with(prefix)).unwrap();
-        assert!(at("wait: ") < at("fill: ") && at("fill: ") < at("fault: "), "{a:?}");
+        assert!(
+            at("wait: ") < at("fill: ") && at("fill: ") < at("fault: "),
+            "{a:?}"
+        );
         assert!(a[at("fill: ")].contains("CSINode allocatable count"));
     }
 }

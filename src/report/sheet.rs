@@ -796,9 +796,8 @@ mod tests {
 
     use crate::report::fixtures::recorded;
 
-    /// The committed reference sheet (docs/qualification/, a real qualification, made before
-    /// its rows' spread became the one distribution type): its recorded digest is its bytes'
-    /// digest; as read by today's model and written again it has the same digest; pretty or
+    /// The committed reference sheet (docs/qualification/, a real qualification): its recorded
+    /// digest is its bytes' digest; as read by today's model and written again it has the same digest; pretty or
     /// compact, the same; one changed byte of content, or a second `digest` key, does not pass.
     #[test]
     fn a_sheet_is_checked_by_its_own_bytes() {
