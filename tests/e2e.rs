@@ -1010,7 +1010,17 @@ fn storage_fence_refuses_the_cut_off_writer_and_is_lifted_after_the_node_is_back
         None,
     );
     let plugin = String::from_utf8(plugin.stdout).unwrap();
-    let logs = kubectl_ok(&["-n", "nodedown-csi", "logs", plugin.trim()], None);
+    let logs = kubectl_ok(
+        &[
+            "-n",
+            "nodedown-csi",
+            "logs",
+            plugin.trim(),
+            "-c",
+            "csi-driver",
+        ],
+        None,
+    );
     let logs = String::from_utf8_lossy(&logs.stdout);
     assert!(
         logs.lines()

@@ -142,7 +142,7 @@ last_stored=$(tail -1 <<<"$stored_now")
 log "    first refused write: rec $first_refused; last line in the storage: $last_stored"
 [ "$last_stored" = "rec $((first_refused - 1))" ] || fail "the storage's last line is '$last_stored', want rec $((first_refused - 1)) (nothing after the fence)"
 plugin=$(k -n nodedown-csi get pods -l app=nodedown-csi-node --field-selector "spec.nodeName=$node" -o name)
-plog=$(k -n nodedown-csi logs "$plugin")
+plog=$(k -n nodedown-csi logs "$plugin" -c csi-driver)
 grep -q "fence: refused .* of node $node ($addr) on volume $vol" <<<"$plog" || fail "the node plugin on $node logged no refusal for volume $vol"
 
 refusal_event() {
