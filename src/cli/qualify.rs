@@ -757,11 +757,6 @@ fn context_of(args: &RunArgs) -> String {
     })
 }
 
-/// The class's provisioner and attachRequired and the cluster's version and nodes, through the
-/// kubeconfig context the runs will use (`--context`, else `kind-<cluster name>`); `None` when
-/// the cluster cannot be reached yet (a kind cluster qualify is about to create).
-/// `planned`: the provisioner of a class qualify will make (not there yet under --plan-only):
-/// its CSIDriver says whether it attaches.
 /// What the cluster says about the class, its driver and its zones before the rows are made.
 struct Facts {
     cluster: crate::timeline::ClusterFacts,
@@ -773,6 +768,12 @@ struct Facts {
     binding_mode: Option<String>,
 }
 
+/// The class's provisioner, attachRequired and binding mode, its driver's facts, the zones and
+/// the cluster's version and nodes, through the kubeconfig context the runs will use
+/// (`--context`, else `kind-<cluster name>`); `None` when the cluster cannot be reached yet (a
+/// kind cluster qualify is about to create).
+/// `planned`: the provisioner of a class qualify will make (not there yet under --plan-only):
+/// its CSIDriver says whether it attaches.
 async fn cluster_facts(
     args: &RunArgs,
     class: &str,

@@ -371,6 +371,13 @@ pub const RULES: &[Rule] = &[
         "the class's driver, whose attach limit fillAttachLimit reaches",
     ),
     rule(
+        "",
+        "persistentvolumes",
+        &["list"],
+        When::FillAttachLimit,
+        "whose claim each VolumeAttachment's volume serves (an earlier run's, going away, does not fill a node)",
+    ),
+    rule(
         "storage.k8s.io",
         "csinodes",
         &["get"],

@@ -58,6 +58,80 @@ pub fn attach_limit(csinode: &CSINode, driver: &str) -> Option<i32> {
         .and_then(|a| a.count)
 }
 
+/// Whether a VolumeAttachment is on its way out: being deleted, or of a volume whose claim's
+/// namespace is gone or terminating (an earlier run's, deleted at its heal). Counted as there,
+/// it would make its node look fuller than it stays once it is gone.
+pub fn leaving(
+    va: &VolumeAttachment,
+    claim_namespace: &std::collections::HashMap<String, String>,
+    live_namespaces: &std::collections::HashSet<String>,
+) -> bool {
+    if va.metadata.deletion_timestamp.is_some() {
+        return true;
+    }
+    va.spec
+        .source
+        .persistent_volume_name
+        .as_ref()
+        .and_then(|pv| claim_namespace.get(pv))
+        .is_some_and(|ns| !live_namespaces.contains(ns))
+}
+
+/// The driver's VolumeAttachments once none of those on `nodes` is leaving ([`leaving`]),
+/// waiting until `deadline`.
+async fn settled_attachments(
+    client: &Client,
+    driver: &str,
+    nodes: &[String],
+    deadline: Instant,
+) -> Result<Vec<VolumeAttachment>, WorkloadError> {
+    use k8s_openapi::api::core::v1::{Namespace, PersistentVolume};
+    loop {
+        let attachments = Api::<VolumeAttachment>::all(client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(api("list VolumeAttachments"))?
+            .items;
+        let claim_namespace: std::collections::HashMap<String, String> =
+            Api::<PersistentVolume>::all(client.clone())
+                .list(&ListParams::default())
+                .await
+                .map_err(api("list PersistentVolumes"))?
+                .items
+                .into_iter()
+                .filter_map(|pv| {
+                    let ns = pv.spec.as_ref()?.claim_ref.as_ref()?.namespace.clone()?;
+                    Some((pv.metadata.name?, ns))
+                })
+                .collect();
+        let live: std::collections::HashSet<String> = Api::<Namespace>::all(client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(api("list namespaces"))?
+            .items
+            .into_iter()
+            .filter(|n| n.metadata.deletion_timestamp.is_none())
+            .filter_map(|n| n.metadata.name)
+            .collect();
+        let going: Vec<String> = attachments
+            .iter()
+            .filter(|va| va.spec.attacher == driver && nodes.contains(&va.spec.node_name))
+            .filter(|va| leaving(va, &claim_namespace, &live))
+            .filter_map(|va| va.metadata.name.clone())
+            .collect();
+        if going.is_empty() {
+            return Ok(attachments);
+        }
+        if Instant::now() >= deadline {
+            return Err(WorkloadError::AttachLimit(format!(
+                "fillAttachLimit: VolumeAttachments of {driver} still going away from the nodes to fill (an earlier run's?): {}",
+                going.join(", ")
+            )));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 /// How many VolumeAttachments of `driver` name `node`.
 pub fn attached_on(attachments: &[VolumeAttachment], driver: &str, node: &str) -> usize {
     attachments
@@ -144,11 +218,9 @@ pub async fn fill(
             "fillAttachLimit: no node but the fault's could take the replacement: nothing to fill (give the run a lane or cluster of two workers or more)".into(),
         ));
     }
-    let attachments = Api::<VolumeAttachment>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(api("list VolumeAttachments"))?
-        .items;
+    let deadline = Instant::now() + timeout;
+    // What an earlier run left on its way out does not fill a node: wait until it is gone.
+    let attachments = settled_attachments(client, &driver, nodes, deadline).await?;
     let csinodes: Api<CSINode> = Api::all(client.clone());
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
     let mut filled = Vec::new();
@@ -179,7 +251,6 @@ pub async fn fill(
     }
     let want: u32 = filled.iter().map(|f| f.fillers).sum();
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let deadline = Instant::now() + timeout;
     loop {
         let list = pods
             .list(&ListParams::default().labels(&format!("app={FILLER_APP}")))
@@ -267,6 +338,39 @@ mod tests {
         assert_eq!(attached_on(&all, "limits.csi.nodedown.dev", "w1"), 2);
         assert_eq!(attached_on(&all, "limits.csi.nodedown.dev", "w3"), 0);
         assert_eq!(attached_on(&all, "csi.nodedown.dev", "w1"), 1);
+    }
+
+    #[test]
+    fn an_attachment_of_a_run_that_is_going_away_does_not_fill_a_node() {
+        let va = |pv: &str, deleting: bool| -> VolumeAttachment {
+            let mut meta = json!({"name": format!("csi-{pv}")});
+            if deleting {
+                meta["deletionTimestamp"] = json!("2026-12-07T10:00:00Z");
+            }
+            serde_json::from_value(json!({
+                "metadata": meta,
+                "spec": {"attacher": "limits.csi.nodedown.dev", "nodeName": "w1",
+                         "source": {"persistentVolumeName": pv}}
+            }))
+            .unwrap()
+        };
+        let claims: std::collections::HashMap<String, String> = [
+            ("pv-old".to_string(), "nd-earlier-run".to_string()),
+            ("pv-now".to_string(), "nd-this-run".to_string()),
+        ]
+        .into();
+        let live: std::collections::HashSet<String> = ["nd-this-run".to_string()].into();
+        assert!(
+            leaving(&va("pv-old", false), &claims, &live),
+            "its namespace is gone"
+        );
+        assert!(!leaving(&va("pv-now", false), &claims, &live));
+        assert!(
+            leaving(&va("pv-now", true), &claims, &live),
+            "being deleted"
+        );
+        // A volume nodedown knows no claim of (someone else's, static) stays counted.
+        assert!(!leaving(&va("pv-other", false), &claims, &live));
     }
 
     #[test]
