@@ -31,8 +31,9 @@ pub const ORDER_FILE: &str = "order.txt";
 pub const INVOCATION_FILE: &str = "invocation.json";
 /// The variants `--skip-unsupported` left out, and why (written before the first run).
 pub const NOT_RUN_FILE: &str = "not-run.json";
-/// A simulated invocation's runs, in order (`nodedown run` of `provider: kwok` experiments).
-pub const CURVE_FILE: &str = "curve.json";
+/// A simulated invocation's runs as nodedown wrote them before they were in results.json
+/// (read by [`load_legacy_curve`], never written).
+pub const LEGACY_CURVE_FILE: &str = "curve.json";
 /// A run's (or an invocation's) results.
 pub const RESULTS_FILE: &str = "results.json";
 
@@ -177,23 +178,14 @@ pub fn load_run(dir: &Path) -> Result<(PlannedRun, Vec<Event>), StoreError> {
     Ok((run, events))
 }
 
-/// Whether the run.json at `path` is of a simulated run (`cluster.provider: kwok`): its
-/// directory is read by [`load_simulated`], not as a real run.
-fn is_simulated_run(path: &Path) -> bool {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .is_some_and(|v| v["cluster"]["provider"] == "kwok")
-}
-
-/// Every directory below `out` holding a real run (a run.json not of a simulated run), in plan
+/// Every directory below `out` holding a run (a run.json: on real or simulated nodes), in plan
 /// order when known.
 pub fn run_dirs(out: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![out.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let run_json = dir.join(RUN_FILE);
-        if run_json.is_file() && !is_simulated_run(&run_json) {
+        if run_json.is_file() {
             found.push(dir.clone());
         }
         if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -268,115 +260,27 @@ pub fn load_all(
         .collect()
 }
 
-/// A simulated run as stored: its results.json and, when the run recorded them, its events
-/// (`events.jsonl` beside it) — from which [`crate::report::simulated::recompute`] folds the
-/// observations again.
-pub struct StoredSimulated {
-    pub result: crate::report::simulated::SimulatedResult,
-    pub events: Option<Vec<Event>>,
-}
-
-/// The events of a simulated run's directory; `None` when it has none (a run recorded before
-/// simulated runs kept their events, or a curve copied without its directories).
-fn load_simulated_events(dir: &Path) -> Result<Option<Vec<Event>>, StoreError> {
-    let path = dir.join(EVENTS_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io(&path)(e)),
+/// The runs of a simulated invocation written before simulated runs were ordinary run
+/// directories' results (its `curve.json`, an array of [`crate::report::simulated::LegacyResult`];
+/// `dir` may also be that file), as results: for `nodedown report` and `compare` of old
+/// invocations. `None` when `dir` has no such curve.
+pub fn load_legacy_curve(dir: &Path) -> Option<Result<Vec<crate::report::RunResult>, StoreError>> {
+    let curve = if dir.is_file() {
+        dir.to_path_buf()
+    } else {
+        dir.join(LEGACY_CURVE_FILE)
     };
-    crate::jsonl::parse_strict(&text, &path.display().to_string())
-        .map(Some)
-        .map_err(|bad| StoreError::Invalid {
-            path: path.clone(),
-            detail: format!("line {}: not an event: {}", bad.line, bad.detail),
-        })
-}
-
-/// Writes a simulated run's results.json and summary.md into its directory `dir`.
-pub fn save_simulated(
-    dir: &Path,
-    result: &crate::report::simulated::SimulatedResult,
-) -> Result<(), StoreError> {
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let put = |name: &str, text: String| {
-        let p = dir.join(name);
-        std::fs::write(&p, text).map_err(io(&p))
-    };
-    put(
-        RESULTS_FILE,
-        serde_json::to_string_pretty(result).expect("a result serializes"),
-    )?;
-    put("summary.md", crate::report::simulated::run_markdown(result))
-}
-
-/// The simulated runs below `dir` (an invocation's `--out`, or one run's directory): the runs
-/// of its `curve.json` when there is one, else every `results.json` of a simulated run (at most
-/// five levels down), in the order of their time zero (runs that never reached their fault
-/// last); each with the events of its directory. Empty when `dir` holds no simulated run.
-pub fn load_simulated(dir: &Path) -> Result<Vec<StoredSimulated>, StoreError> {
-    use crate::report::simulated::SimulatedResult;
-    let invalid = |path: &Path, detail: String| StoreError::Invalid {
-        path: path.to_path_buf(),
-        detail,
-    };
-    let curve = dir.join(CURVE_FILE);
-    if curve.is_file() {
+    if curve.file_name()? != LEGACY_CURVE_FILE || !curve.is_file() {
+        return None;
+    }
+    let read = || {
         let text = std::fs::read_to_string(&curve).map_err(io(&curve))?;
-        let results: Vec<SimulatedResult> = serde_json::from_str(&text)
-            .map_err(|e| invalid(&curve, format!("not a simulated curve: {e}")))?;
-        return results
-            .into_iter()
-            .map(|result| {
-                let events = load_simulated_events(&dir.join(&result.run))?;
-                Ok(StoredSimulated { result, events })
-            })
-            .collect();
-    }
-    fn walk(dir: &Path, depth: u8, out: &mut Vec<StoredSimulated>) -> Result<(), StoreError> {
-        let file = dir.join(RESULTS_FILE);
-        if file.is_file() {
-            let text = std::fs::read_to_string(&file).map_err(io(&file))?;
-            let v: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| StoreError::Invalid {
-                    path: file.clone(),
-                    detail: format!("not JSON: {e}"),
-                })?;
-            if v["environment"]["simulated"] == true {
-                let result = serde_json::from_value(v).map_err(|e| StoreError::Invalid {
-                    path: file.clone(),
-                    detail: format!("not a simulated run: {e}"),
-                })?;
-                out.push(StoredSimulated {
-                    result,
-                    events: load_simulated_events(dir)?,
-                });
-            }
-        }
-        if depth == 0 {
-            return Ok(());
-        }
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Ok(());
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
-        dirs.sort();
-        for d in dirs {
-            walk(&d, depth - 1, out)?;
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    walk(dir, 5, &mut out)?;
-    out.sort_by(|a, b| match (&a.result.time_zero, &b.result.time_zero) {
-        (Some(x), Some(y)) => x.cmp(y),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => a.result.run.cmp(&b.result.run),
-    });
-    Ok(out)
+        let results: Vec<crate::report::simulated::LegacyResult> = serde_json::from_str(&text)
+            .map_err(|e| StoreError::Invalid {
+                path: curve.clone(),
+                detail: format!("not a simulated curve: {e}"),
+            })?;
+        Ok(results.into_iter().map(|r| r.into_run_result()).collect())
+    };
+    Some(read())
 }

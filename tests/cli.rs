@@ -968,7 +968,7 @@ fn metrics_are_refused_for_simulated_runs_and_a_bad_gateway_url_is_bad_input() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("--metrics-file") && stderr.contains("curve.json"),
+        stderr.contains("--metrics-file") && stderr.contains("results.json"),
         "{stderr}"
     );
     // A URL that is not one is bad input, refused before any cluster is reached.
@@ -1094,5 +1094,36 @@ fn bundle_run_refuses_what_it_sets_itself_before_any_cluster() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+/// `nodedown report` of a directory holding a simulated invocation and real runs side by side
+/// refuses (exit 2) rather than render one kind and drop the other; each alone reports.
+#[test]
+fn report_refuses_simulated_and_real_runs_mixed_in_one_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    for fixture in ["simulated", "kubelet-stop"] {
+        let status = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(format!("tests/fixtures/runs/{fixture}"))
+            .arg(tmp.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let out = nodedown().arg("report").arg(tmp.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("simulated nodes and runs on real nodes"),
+        "{stderr}"
+    );
+    for fixture in ["simulated", "kubelet-stop"] {
+        let out = nodedown()
+            .arg("report")
+            .arg(tmp.path().join(fixture))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{fixture}: {out:?}");
     }
 }

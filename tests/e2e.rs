@@ -2433,7 +2433,7 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
         Some(1),
         "taint and none pass, too-fast fails"
     );
-    let junit = std::fs::read_to_string(out.join("curve.junit.xml")).unwrap();
+    let junit = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     let fast = junit
         .split("<testcase")
         .find(|c| c.contains("sim-e2e/too-fast/1"))
@@ -2452,18 +2452,28 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
             "{case}"
         );
     }
+    // One results.json for every provider: each run a result like a real run's, its figures
+    // over the instances in `scale`.
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let read = |v: &str| -> serde_json::Value {
-        serde_json::from_str(
-            &std::fs::read_to_string(out.join(format!("sim-e2e/{v}/1/results.json"))).unwrap(),
-        )
-        .unwrap()
+        results["experiments"][0]["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == format!("sim-e2e/{v}/1"))
+            .unwrap_or_else(|| panic!("sim-e2e/{v}/1 in {results}"))
+            .clone()
     };
     let taint = read("taint");
-    assert_eq!(taint["environment"]["simulated"], true);
-    assert_eq!(taint["lostNodes"], 2);
-    assert_eq!(taint["instances"], 10);
+    assert_eq!(taint["provider"], "kwok");
+    assert_eq!(taint["scale"]["cluster"]["nodes"], 12, "{taint}");
+    assert_eq!(taint["scale"]["lostNodes"], 2);
+    assert_eq!(taint["scale"]["instances"], 10);
+    assert_eq!(taint["outcome"]["recovery"], "recovered");
+    assert_eq!(taint["outcome"]["membersRecovered"], 10);
     let reached = |r: &serde_json::Value, m: &str| {
-        let f = r["milestones"]
+        let f = r["scale"]["milestones"]
             .as_array()
             .unwrap()
             .iter()
@@ -2483,7 +2493,7 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
         let (r, of) = reached(&taint, m);
         assert!(r == of && of > 0, "{m}: {r}/{of}");
     }
-    assert_eq!(taint["taintReaction"]["count"], 2);
+    assert_eq!(taint["scale"]["taintReaction"]["count"], 2);
     let none = read("none");
     assert_eq!(reached(&none, "node-not-ready"), (2, 2));
     assert_eq!(
@@ -2494,8 +2504,8 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
     assert_eq!(reached(&none, "replacement-running"), (0, 10));
     let summary = std::fs::read_to_string(out.join("sim-e2e/taint/1/summary.md")).unwrap();
     assert!(summary.contains("SIMULATED"), "{summary}");
-    // The runs' events are their evidence: `nodedown report` folds them again, and the curve
-    // it prints is the one the runner wrote (observations, milestones, verdicts).
+    // The runs' events are their evidence: `nodedown report` folds them again, and the results
+    // it prints are the ones the invocation wrote (observations, milestones, verdicts).
     let events = std::fs::read_to_string(out.join("sim-e2e/taint/1/events.jsonl")).unwrap();
     for e in [
         "\"fault-injected\"",
@@ -2511,10 +2521,25 @@ fn simulated_nodes_lost_at_once_recover_with_the_taint_and_not_without() {
             .args(["--format", "json"]),
     );
     let reported: serde_json::Value = serde_json::from_slice(&reported.stdout).unwrap();
-    let curve: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("curve.json")).unwrap()).unwrap();
-    assert_eq!(reported, curve, "the curve folded again from events.jsonl");
-    assert!(std::fs::read_to_string(out.join("curve.md"))
+    assert_eq!(
+        reported, results,
+        "the results folded again from events.jsonl"
+    );
+    // Two simulated invocations compare as curves, run by run: this one with itself changes
+    // nothing.
+    let same = run_ok(
+        nodedown()
+            .arg("compare")
+            .arg(&out)
+            .arg(out.join("results.json")),
+    );
+    assert_eq!(same.status.code(), Some(0));
+    let same = String::from_utf8_lossy(&same.stdout);
+    assert!(
+        same.contains("simulated curves: 3 runs → 3 runs") && same.contains("no run changed"),
+        "{same}"
+    );
+    assert!(std::fs::read_to_string(out.join("summary.md"))
         .unwrap()
         .contains("sim-e2e/none/1"));
     // The cluster as it was before the runs.
@@ -2565,7 +2590,7 @@ fn simulated_nodes(ctx: &str) -> serde_json::Value {
 /// taint waits 40 s after NotReady is interrupted 28 s after its fault (NotReady after the
 /// 16 s grace period, the taint still pending). Then: exit 130, no out-of-service taint and
 /// every simulated node handed back to kwok (managed `up`) — also after the moment the pending
-/// taint would have landed; the interrupted run is an error case in curve.junit.xml.
+/// taint would have landed; the interrupted run is an error case in junit.xml.
 fn simulated_run_interrupted_mid_remediation(
     name: &str,
     dir: &tempfile::TempDir,
@@ -2644,8 +2669,8 @@ fn simulated_run_interrupted_mid_remediation(
             return Err(format!("{node}: not heartbeating after the interrupt: {n}"));
         }
     }
-    let junit = std::fs::read_to_string(out.join("curve.junit.xml"))
-        .map_err(|e| format!("curve.junit.xml of the interrupted run: {e}"))?;
+    let junit = std::fs::read_to_string(out.join("junit.xml"))
+        .map_err(|e| format!("junit.xml of the interrupted run: {e}"))?;
     if !(junit.contains("sim-int/default/1") && junit.contains("interrupted")) {
         return Err(format!("the interrupted run is an error case: {junit}"));
     }

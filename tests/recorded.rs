@@ -72,6 +72,24 @@ fn tracker_phases_equal_the_stored_phases() {
         let report = stored(&dir);
         for run_dir in nodedown::store::run_dirs(&dir) {
             let (planned, events) = nodedown::store::load_run(&run_dir).unwrap();
+            // Where the run's time went, by the one rule every result uses.
+            let stages: Vec<_> = run(&report, &planned.id)
+                .stages_ms
+                .iter()
+                .map(|s| (s.stage, s.ms))
+                .collect();
+            assert_eq!(
+                stages,
+                nodedown::timeline::stages(&events),
+                "{}",
+                planned.id
+            );
+            if planned.cluster.provider == nodedown::spec::Provider::Kwok {
+                // A simulated run's phases are milestones over its many instances (`scale`).
+                assert!(run(&report, &planned.id).phases.is_empty());
+                continue;
+            }
+            assert_eq!(analyze(&events).stages, nodedown::timeline::stages(&events));
             // The run's phases: its one instance's, or a fleet's slowest instance's.
             let names = nodedown::spec::members(&planned.workload);
             let timelines = analyze_fleet(names, &events);
@@ -624,26 +642,47 @@ fn a_replicated_recording_fails_over_one_replica_and_leaves_the_others_undisturb
 
 /// The recorded simulated invocation (`tests/fixtures/runs/simulated/`: kwok, 5 simulated nodes,
 /// 2 lost at once under 4 attaching instances, with the out-of-service taint and without; see
-/// its README): `nodedown report` folds each run's `events.jsonl` again and prints the curve the
-/// runner wrote, figures and verdicts alike.
+/// its README): `nodedown report` folds each run's `events.jsonl` into the same results.json as
+/// every run's, and its figures and verdicts are those the runner wrote at the time of the
+/// recording (its `curve.json`, made by the runner of then, not by this code).
 #[test]
 fn report_folds_the_simulated_events_into_the_stored_curve() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/simulated");
     let out = report_json(&dir);
     let reported: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let stored: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("curve.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     assert_eq!(reported, stored);
-    // And the figures are the events', not the stored observations: a run whose events say
-    // less reports less.
+    let then: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("curve.json")).unwrap()).unwrap();
+    let runs = reported["experiments"][0]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for old in then.as_array().unwrap() {
+        let now = runs
+            .iter()
+            .find(|r| r["id"] == old["run"])
+            .unwrap_or_else(|| panic!("{} reported", old["run"]));
+        assert_eq!(
+            now["scale"]["milestones"], old["milestones"],
+            "{}",
+            old["run"]
+        );
+        assert_eq!(now["scale"]["taintReaction"], old["taintReaction"]);
+        assert_eq!(now["scale"]["observations"], old["observations"]);
+        assert_eq!(now["verdict"], old["verdict"], "{}", old["run"]);
+        assert_eq!(now["expectations"], old["expectations"]);
+        assert_eq!(now["provider"], "kwok");
+    }
+    // And the figures are the events', not anything stored: a run whose events say less
+    // reports less.
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path();
-    std::fs::copy(dir.join("curve.json"), copy.join("curve.json")).unwrap();
     for v in ["taint", "none"] {
+        let from = dir.join(format!("fold-fixture/{v}/1"));
         let to = copy.join(format!("fold-fixture/{v}/1"));
         std::fs::create_dir_all(&to).unwrap();
-        let events =
-            std::fs::read_to_string(dir.join(format!("fold-fixture/{v}/1/events.jsonl"))).unwrap();
+        std::fs::copy(from.join("run.json"), to.join("run.json")).unwrap();
+        let events = std::fs::read_to_string(from.join("events.jsonl")).unwrap();
         let kept: String = events
             .lines()
             .filter(|l| !l.contains("\"event\":\"pod-deleted\""))
@@ -657,16 +696,20 @@ fn report_folds_the_simulated_events_into_the_stored_curve() {
         .output()
         .unwrap();
     let refolded: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let deleted = &refolded[0]["milestones"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["milestone"] == "old-pod-deleted")
-        .unwrap()["reached"];
-    assert_eq!(
-        *deleted, 0,
-        "without its pod-deleted events no pod was seen deleted"
-    );
+    let runs = refolded["experiments"][0]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        let deleted = &r["scale"]["milestones"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["milestone"] == "old-pod-deleted")
+            .unwrap()["reached"];
+        assert_eq!(
+            *deleted, 0,
+            "without its pod-deleted events no pod was seen deleted"
+        );
+    }
 }
 
 /// An oracle that is not the fold: the taint run's milestones read straight off the lines of
@@ -693,9 +736,16 @@ fn the_simulated_milestones_are_the_times_of_the_recorded_lines() {
         .map(at)
         .min()
         .unwrap();
-    let result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let nodes = result["observations"]["nodes"].as_array().unwrap();
+    let reported: serde_json::Value =
+        serde_json::from_slice(&report_json(&dir.join("../../..")).stdout).unwrap();
+    let result = reported["experiments"][0]["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "fold-fixture/taint/1")
+        .unwrap()
+        .clone();
+    let nodes = result["scale"]["observations"]["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2);
     for n in nodes {
         let name = n["name"].as_str().unwrap();
@@ -716,7 +766,9 @@ fn the_simulated_milestones_are_the_times_of_the_recorded_lines() {
             "{name}"
         );
     }
-    let instances = result["observations"]["instances"].as_array().unwrap();
+    let instances = result["scale"]["observations"]["instances"]
+        .as_array()
+        .unwrap();
     assert_eq!(instances.len(), 4);
     for i in instances {
         let pod = format!("{}-0", i["name"].as_str().unwrap());

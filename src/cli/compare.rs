@@ -19,8 +19,8 @@ pub enum CompareFormat {
   nodedown compare qual-v1/ qual-v2/                          two qualification sheets")]
 pub struct CompareArgs {
     /// The baseline: a run directory or its results.json — or a qualification's sheet.json (or
-    /// its directory), to compare two sheets row by row — or a simulated invocation's directory
-    /// (or its curve.json), to compare two curves run by run.
+    /// its directory), to compare two sheets row by row. Two simulated invocations are compared
+    /// as curves, run by run.
     pub baseline: PathBuf,
     /// The candidate: a run directory or its results.json, or a sheet.json.
     pub candidate: PathBuf,
@@ -58,6 +58,16 @@ fn parse_alpha(s: &str) -> Result<f64, String> {
 }
 
 fn load(path: &Path) -> Result<Report, String> {
+    // An old simulated invocation (its curve.json, before simulated runs were in results.json).
+    if path.is_file() || crate::store::run_dirs(path).is_empty() {
+        if let Some(legacy) = crate::store::load_legacy_curve(path) {
+            let runs = legacy.map_err(|e| e.to_string())?;
+            return Ok(crate::report::simulated::report_of(
+                runs,
+                &super::report::tool_version(),
+            ));
+        }
+    }
     if path.is_dir() {
         let runs = crate::store::load_all(path).map_err(|e| e.to_string())?;
         if runs.is_empty() {
@@ -188,28 +198,10 @@ fn compare_sheets(baseline: &Path, candidate: &Path, args: &CompareArgs) -> u8 {
     }
 }
 
-/// The simulated runs of a path (an invocation's directory, or its curve.json), when it holds
-/// some.
-fn simulated_runs(path: &Path) -> Option<Vec<crate::report::simulated::SimulatedResult>> {
-    let dir = match path.file_name() {
-        Some(n) if n == crate::store::CURVE_FILE && path.is_file() => path.parent()?,
-        _ => path,
-    };
-    if !dir.is_dir() || !crate::store::run_dirs(dir).is_empty() {
-        return None;
-    }
-    let runs = crate::store::load_simulated(dir).ok()?;
-    (!runs.is_empty()).then(|| {
-        runs.iter()
-            .map(|s| crate::report::simulated::recompute(&s.result, s.events.as_deref()))
-            .collect()
-    })
-}
-
 /// Two simulated invocations (their curves), run by run: exit 1 when a run got worse.
 fn compare_curves(
-    b: &[crate::report::simulated::SimulatedResult],
-    c: &[crate::report::simulated::SimulatedResult],
+    b: &[&crate::report::RunResult],
+    c: &[&crate::report::RunResult],
     args: &CompareArgs,
 ) -> u8 {
     let changes = crate::report::simulated::compare(b, c, args.default_tolerance);
@@ -266,17 +258,6 @@ pub fn compare(args: CompareArgs) -> u8 {
         }
         (None, None) => {}
     }
-    match (
-        simulated_runs(&args.baseline),
-        simulated_runs(&args.candidate),
-    ) {
-        (Some(b), Some(c)) => return compare_curves(&b, &c, &args),
-        (Some(_), None) | (None, Some(_)) => {
-            error("one side holds simulated runs (a curve) and the other does not: compare a curve with a curve, and real runs with real runs");
-            return EXIT_BAD_INPUT;
-        }
-        (None, None) => {}
-    }
     let tol = match tolerances(&args) {
         Ok(t) => t,
         Err(e) => {
@@ -291,6 +272,15 @@ pub fn compare(args: CompareArgs) -> u8 {
             return EXIT_BAD_INPUT;
         }
     };
+    let simulated = crate::report::simulated::runs;
+    match (simulated(&baseline), simulated(&candidate)) {
+        (b, c) if !b.is_empty() && !c.is_empty() => return compare_curves(&b, &c, &args),
+        (b, c) if !b.is_empty() || !c.is_empty() => {
+            error("one side holds simulated runs (a curve) and the other does not: compare a curve with a curve, and real runs with real runs");
+            return EXIT_BAD_INPUT;
+        }
+        _ => {}
+    }
     let changed = compare::spec_changes(&baseline, &candidate);
     if !changed.is_empty() && !args.allow_spec_change {
         for id in &changed {

@@ -104,6 +104,7 @@ mod tests {
             controller_counters: None,
             instances: vec![],
             fleet: None,
+            scale: None,
         }
     }
 

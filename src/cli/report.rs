@@ -5,7 +5,7 @@ use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Html,
     Json,
@@ -31,8 +31,8 @@ pub struct ReportArgs {
     pub run_dir: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Where the HTML goes (`-`: stdout). Default: report.html in DIR (curve.html for a
-    /// simulated invocation, sheet.html for a qualification). Other formats go to stdout.
+    /// Where the HTML goes (`-`: stdout). Default: report.html in DIR (sheet.html for a
+    /// qualification). Other formats go to stdout.
     #[arg(short = 'o', long = "output-file", value_name = "PATH")]
     pub output_file: Option<PathBuf>,
     /// Also push the runs' metrics (as `--format prometheus` writes them) to a Prometheus
@@ -126,6 +126,18 @@ pub fn build(dir: &Path) -> Result<Report, store::StoreError> {
 }
 
 pub fn render(report: &Report, format: Format) -> String {
+    // A simulated invocation's views are its curve's.
+    let simulated = report::simulated::runs(report);
+    if !simulated.is_empty() {
+        match format {
+            Format::Html => return report::simulated::curve_html(&simulated),
+            Format::Junit => return report::simulated::curve_junit(&simulated),
+            Format::Markdown | Format::Table => {
+                return report::simulated::curve_markdown(&simulated)
+            }
+            Format::Json | Format::Prometheus => {}
+        }
+    }
     match format {
         Format::Html => report::html::render(report),
         Format::Json => report::json::to_string(report),
@@ -157,12 +169,38 @@ pub fn report(args: ReportArgs) -> u8 {
     if let Err(code) = super::push::check(args.pushgateway.as_deref()) {
         return code;
     }
-    match build(&args.run_dir) {
-        Ok(r) if r.experiments.is_empty() && args.pushgateway.is_some() => {
-            error("--pushgateway pushes the metrics of runs: this directory holds simulated runs, whose figures are in curve.json");
+    let built = match crate::store::load_legacy_curve(&args.run_dir) {
+        Some(legacy) if crate::store::run_dirs(&args.run_dir).is_empty() => {
+            legacy.map(|runs| report::simulated::report_of(runs, &tool_version()))
+        }
+        _ => build(&args.run_dir),
+    };
+    match built {
+        Ok(r) if r.experiments.is_empty() => {
+            error(format!(
+                "{} holds no run (no run.json below it)",
+                args.run_dir.display()
+            ));
             EXIT_BAD_INPUT
         }
-        Ok(r) if r.experiments.is_empty() => simulated(&args),
+        Ok(r)
+            if !report::simulated::runs(&r).is_empty()
+                && report::simulated::runs(&r).len()
+                    != r.experiments.iter().map(|e| e.runs.len()).sum::<usize>() =>
+        {
+            error(format!(
+                "{} holds runs on simulated nodes and runs on real nodes (two invocations?): give each invocation's directory",
+                args.run_dir.display()
+            ));
+            EXIT_BAD_INPUT
+        }
+        Ok(r)
+            if !report::simulated::runs(&r).is_empty()
+                && (args.pushgateway.is_some() || args.format == Format::Prometheus) =>
+        {
+            error("the metrics are those of runs on real nodes: this directory holds simulated runs, whose figures are in results.json (each run's `scale`); use --format json");
+            EXIT_BAD_INPUT
+        }
         Ok(r) => {
             if let Some(given) = &args.pushgateway {
                 if let Err(e) = super::push::push_to(given, &report::metrics::render(&r), false) {
@@ -181,38 +219,4 @@ pub fn report(args: ReportArgs) -> u8 {
             EXIT_HARNESS
         }
     }
-}
-
-/// The report of simulated runs (provider kwok), which have a results.json of their own: the
-/// curve, in Markdown (also for `table`), JSON (the results as curve.json holds them) or JUnit.
-fn simulated(args: &ReportArgs) -> u8 {
-    use crate::report::simulated;
-    let results = match crate::store::load_simulated(&args.run_dir) {
-        Ok(r) => r
-            .iter()
-            .map(|s| simulated::recompute(&s.result, s.events.as_deref()))
-            .collect::<Vec<_>>(),
-        Err(e) => {
-            error(e);
-            return EXIT_BAD_INPUT;
-        }
-    };
-    if results.is_empty() {
-        error(format!(
-            "{} holds no run (no run.json below it, nor a simulated run's results.json)",
-            args.run_dir.display()
-        ));
-        return EXIT_BAD_INPUT;
-    }
-    let text = match args.format {
-        Format::Prometheus => {
-            error("--format prometheus: simulated runs (provider kwok) have no metrics format yet; use --format json");
-            return EXIT_BAD_INPUT;
-        }
-        Format::Markdown | Format::Table => simulated::curve_markdown(&results),
-        Format::Json => serde_json::to_string_pretty(&results).expect("results serialize") + "\n",
-        Format::Junit => simulated::curve_junit(&results),
-        Format::Html => simulated::curve_html(&results),
-    };
-    emit(args, &args.run_dir.join("curve.html"), &text)
 }

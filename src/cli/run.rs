@@ -1,5 +1,5 @@
 use super::report::{build, render, Format};
-use super::{error, exit_code, FailOn, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INTERRUPTED};
+use super::{error, FailOn, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INTERRUPTED};
 use crate::plan::lanes::Lane;
 use crate::plan::PlanOptions;
 use crate::report::{self, Report};
@@ -289,6 +289,31 @@ fn append_step_summary(step_summary: Option<&Path>, md: &str) -> std::io::Result
 
 fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> std::io::Result<()> {
     std::fs::write(out.join("results.json"), report::json::to_string(report))?;
+    let simulated = report::simulated::runs(report);
+    if !simulated.is_empty() {
+        // The curve: the same files, its own views (a table row and a test case per run, the
+        // charts against pods lost), each run's page in its directory.
+        std::fs::write(
+            out.join("junit.xml"),
+            report::simulated::curve_junit(&simulated),
+        )?;
+        let md = report::simulated::curve_markdown(&simulated);
+        std::fs::write(out.join("summary.md"), &md)?;
+        std::fs::write(
+            out.join("report.html"),
+            report::simulated::curve_html(&simulated),
+        )?;
+        for r in &simulated {
+            let run_dir = out.join(&r.id);
+            if run_dir.is_dir() {
+                std::fs::write(
+                    run_dir.join("summary.md"),
+                    report::simulated::run_markdown(r),
+                )?;
+            }
+        }
+        return append_step_summary(step_summary, &md);
+    }
     std::fs::write(out.join("junit.xml"), report::junit::render(report))?;
     let md = report::markdown::render(report);
     std::fs::write(out.join("summary.md"), &md)?;
@@ -682,10 +707,13 @@ async fn invoke(
             let _ = std::fs::write(out.join(crate::store::INVOCATION_FILE), json);
         }
     }
-    let reported = match &invoked.simulated {
-        Some(sim) => report_simulated(args, quiet, out, sim),
-        None => report_and_exit(args, quiet, out),
-    };
+    // Simulated runs are read back from their directories like real ones; what went wrong
+    // around them (kwok exited) is a harness error of the invocation.
+    let around: &[String] = invoked
+        .simulated
+        .as_ref()
+        .map_or(&[], |sim| sim.errors.as_slice());
+    let reported = report_and_exit(args, quiet, out, around);
     exit_after(&interrupt, invoked.interrupted, reported)
 }
 
@@ -711,8 +739,12 @@ fn exit_after(interrupt: &runner::Interrupt, interrupted: bool, reported: Result
 }
 
 /// The reports of a finished (or interrupted) invocation, and the exit code of its verdicts
-/// (`Err(3)` when the reports cannot be written).
-fn report_and_exit(args: &RunArgs, quiet: bool, out: &Path) -> Result<u8, u8> {
+/// with `around` (errors outside any run's directory) counting as a harness error (`Err(3)`
+/// when the reports cannot be written).
+fn report_and_exit(args: &RunArgs, quiet: bool, out: &Path, around: &[String]) -> Result<u8, u8> {
+    for e in around {
+        error(e);
+    }
     let report = match build(out) {
         Ok(r) => r,
         Err(e) => {
@@ -752,7 +784,15 @@ fn report_and_exit(args: &RunArgs, quiet: bool, out: &Path) -> Result<u8, u8> {
             out.display()
         );
     }
-    Ok(exit_code(&report, args.fail_on))
+    Ok(super::exit::exit_code_of(
+        report
+            .experiments
+            .iter()
+            .flat_map(|e| &e.runs)
+            .map(|r| (r.verdict, r.error.is_some()))
+            .chain((!around.is_empty()).then_some((crate::verdict::Verdict::Unknown, true))),
+        args.fail_on,
+    ))
 }
 
 /// One invocation on a prepared cluster: the lock, the session, the image, the runs (in lanes
@@ -1506,7 +1546,7 @@ fn refused_for_simulated(args: &RunArgs) -> Vec<(&'static str, &'static str)> {
     );
     refuse(args.shared_dir != defaults.shared_dir, "--shared-dir", DATA);
     const METRICS: &str =
-        "the metrics are those of real runs; a simulated invocation's figures are in curve.json";
+        "the metrics are those of real runs; a simulated invocation's figures are in its results.json (each run's `scale`)";
     refuse(args.metrics_file.is_some(), "--metrics-file", METRICS);
     refuse(args.pushgateway.is_some(), "--pushgateway", METRICS);
     refuse(
@@ -1532,71 +1572,4 @@ fn refuse_for_simulated(args: &RunArgs) -> Result<(), u8> {
         "not for simulated experiments (`provider: kwok`): {names}; leave them out"
     ));
     Err(EXIT_BAD_INPUT)
-}
-
-/// The reports of simulated runs (the curve: curve.md, curve.json, curve.junit.xml, curve.html,
-/// the step summary) and the exit code of their verdicts by the same contract as real runs
-/// ([`super::exit::exit_code_of`]: an errored run or a harness error around the runs counts as
-/// an error); `Err(3)` when the reports cannot be written.
-fn report_simulated(
-    args: &RunArgs,
-    quiet: bool,
-    out: &Path,
-    inv: &runner::simulated::SimulatedInvocation,
-) -> Result<u8, u8> {
-    for e in &inv.errors {
-        error(e);
-    }
-    if let Err(e) = write_curve(out, &inv.results, args.step_summary.as_deref()) {
-        error(format!("cannot write reports in {}: {e}", out.display()));
-        return Err(EXIT_HARNESS);
-    }
-    match args.output {
-        Output::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&inv.results).expect("results serialize")
-        ),
-        Output::Table if !quiet => {
-            println!("{}", report::simulated::curve_markdown(&inv.results))
-        }
-        Output::Table => {}
-    }
-    if !quiet {
-        eprintln!(
-            "reports: {}/{{curve.md,curve.json,curve.junit.xml,curve.html}}",
-            out.display()
-        );
-    }
-    Ok(super::exit::exit_code_of(
-        inv.results
-            .iter()
-            .map(|r| (r.verdict, r.error.is_some()))
-            .chain((!inv.errors.is_empty()).then_some((crate::verdict::Verdict::Unknown, true))),
-        args.fail_on,
-    ))
-}
-
-/// The curve of a simulated invocation: curve.md, curve.json, curve.junit.xml, curve.html
-/// (its charts), and the Markdown appended to the step summary when there is one.
-fn write_curve(
-    out: &Path,
-    results: &[report::simulated::SimulatedResult],
-    step_summary: Option<&Path>,
-) -> std::io::Result<()> {
-    std::fs::create_dir_all(out)?;
-    let md = report::simulated::curve_markdown(results);
-    std::fs::write(out.join("curve.md"), &md)?;
-    std::fs::write(
-        out.join(crate::store::CURVE_FILE),
-        serde_json::to_string_pretty(results).expect("results serialize"),
-    )?;
-    std::fs::write(
-        out.join("curve.junit.xml"),
-        report::simulated::curve_junit(results),
-    )?;
-    std::fs::write(
-        out.join("curve.html"),
-        report::simulated::curve_html(results),
-    )?;
-    append_step_summary(step_summary, &md)
 }

@@ -1,4 +1,4 @@
-//! `nodedown schema experiment|results|sheet|simulated`: JSON Schemas (draft 2020-12) of the experiment file
+//! `nodedown schema experiment|results|sheet`: JSON Schemas (draft 2020-12) of the experiment file
 //! format and of results.json, generated from the same types the loader and the reports use.
 
 use clap::ValueEnum;
@@ -11,8 +11,6 @@ pub enum Which {
     Results,
     /// A qualification's sheet.json (`nodedown qualify`).
     Sheet,
-    /// A simulated run's results.json (`cluster.provider: kwok`); curve.json is an array of them.
-    Simulated,
 }
 
 #[derive(Debug, clap::Args)]
@@ -31,7 +29,6 @@ pub fn schema(which: Which) -> serde_json::Value {
         Which::Experiment => schemars::schema_for!(crate::spec::Experiment),
         Which::Results => schemars::schema_for!(crate::report::Report),
         Which::Sheet => schemars::schema_for!(crate::report::sheet::Sheet),
-        Which::Simulated => schemars::schema_for!(crate::report::simulated::SimulatedResult),
     };
     let (id, title) = match which {
         Which::Experiment => (
@@ -45,10 +42,6 @@ pub fn schema(which: Which) -> serde_json::Value {
         Which::Sheet => (
             "https://nodedown.dev/schema/sheet.json",
             "nodedown qualification sheet",
-        ),
-        Which::Simulated => (
-            "https://nodedown.dev/schema/simulated.json",
-            "nodedown simulated run (results.json of provider kwok)",
         ),
     };
     s.insert("$id".into(), id.into());

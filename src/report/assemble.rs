@@ -186,16 +186,27 @@ fn fault_nodes(events: &[Event]) -> Vec<String> {
     }
 }
 
-/// [`run_result`] with the ledger evidence of the run's instances.
-pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) -> RunResult {
+/// Why the harness could not complete a run: its `run-finished` event's error, or
+/// [`NOT_FINISHED`] when it has none.
+pub fn run_error(events: &[Event]) -> Option<String> {
     let finished = events.iter().rev().find_map(|e| match &e.what {
         EventKind::RunFinished { error } => Some(error.clone()),
         _ => None,
     });
-    let error = match finished {
+    match finished {
         Some(error) => error,
         None => Some(NOT_FINISHED.to_string()),
-    };
+    }
+}
+
+/// [`run_result`] with the ledger evidence of the run's instances. A simulated run's (provider
+/// kwok) is [`super::simulated::run_result`]: the same result, its figures folded over hundreds
+/// of instances.
+pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) -> RunResult {
+    if run.cluster.provider == crate::spec::Provider::Kwok {
+        return super::simulated::run_result(run, events);
+    }
+    let error = run_error(events);
     let names = crate::spec::members(&run.workload);
     let timelines = analyze_fleet(names, events);
     let fleet = (timelines.len() > 1).then(|| fleet_metrics(&timelines));
@@ -361,6 +372,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
                 .collect(),
         }),
         outcome: None,
+        scale: None,
     };
     result.outcome = Some(super::outcome::of(&result));
     result

@@ -194,6 +194,11 @@ pub struct RunResult {
     /// What a fleet's instances say together (absent for one instance).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetResult>,
+    /// A simulated run's (provider kwok) own figures: hundreds of pods on simulated nodes have
+    /// no per-instance phases here; each failover phase is a milestone over the lost nodes or
+    /// the instances. Absent for runs on real nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<super::simulated::ScaleResult>,
 }
 
 /// One instance of a fleet: its own StatefulSet, claim and ledger.

@@ -2,8 +2,11 @@
 //! summary page, and the curve over an invocation's runs as Markdown and JUnit. Its figures are
 //! [`crate::timeline::scale`]'s, its verdicts [`crate::verdict::simulated`]'s.
 
-use crate::timeline::scale::{MilestoneFigure, ScaleFold, ScaleObservations, Usage};
-use crate::timeline::Event;
+use super::outcome::{Outcome, Recovery};
+use super::{Report, RunResult};
+use crate::plan::PlannedRun;
+use crate::timeline::scale::{Milestone, MilestoneFigure, ScaleFold, ScaleObservations, Usage};
+use crate::timeline::{Event, EventKind, SimulatedCluster};
 use crate::units::fmt_opt_ms;
 use crate::verdict::{ExpectationResult, Verdict};
 use serde::{Deserialize, Serialize};
@@ -11,160 +14,383 @@ use serde::{Deserialize, Serialize};
 /// The banner every report of a simulated run carries.
 pub const BANNER: &str = "SIMULATED: kwok's nodes and pods against a real control plane (API server, etcd, controller-manager, scheduler, external-attacher). Control-plane timings only: no kubelet, no container, no data path, no integrity verdict.";
 
-/// The result of one simulated run (`results.json` in its directory).
+/// What a simulated run measured besides what every run has: the `scale` part of its
+/// [`RunResult`]. Its figures are a fold over the run's events ([`ScaleFold`]), recomputed by
+/// `nodedown report` from the run's directory like every other run's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SimulatedResult {
-    pub tool: String,
-    pub run: String,
-    pub experiment: String,
-    pub variant: String,
-    pub repetition: u32,
-    pub environment: SimulatedEnvironment,
+pub struct ScaleResult {
+    /// The simulated cluster (absent in runs recorded before nodedown recorded it in their
+    /// events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<SimulatedCluster>,
     /// The curve's coordinates: nodes lost at once and the instances (pods with an attaching
     /// volume) placed on them.
     pub lost_nodes: usize,
     pub instances: usize,
-    pub remediation: crate::vocab::RemediationKind,
-    /// The run's verdict from its expectations ([`crate::verdict::simulated`]): `fail` when one
-    /// failed; `unknown` when one could not be decided, when the run has none, or when the run
-    /// ended with an error; else `pass`.
-    pub verdict: Verdict,
-    /// Each expectation of the run, checked (empty: the experiment asked for none).
-    #[serde(default)]
-    pub expectations: Vec<ExpectationResult>,
-    /// Why the harness could not complete the run (its figures are what it saw until then).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
     /// UTC time zero (the fault applied to the first lost node), RFC 3339; absent when the run
     /// ended before its fault.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zero: Option<String>,
-    #[serde(deserialize_with = "crate::timeline::scale::milestones_compat")]
+    /// Each failover phase over the lost nodes or the instances: how many reached it and when.
     pub milestones: Vec<MilestoneFigure>,
+    /// nodedown's own reaction: a node seen NotReady to the out-of-service taint on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taint_reaction: Option<crate::units::Spread>,
-    /// Control-plane processes, kwok and nodedown from the fault to the end of the recovery.
+    /// Control-plane processes, kwok and nodedown from the fault to the end of the recovery
+    /// (empty: not measured).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cost: Vec<Usage>,
     /// Changes nodedown's watches recorded from the fault on (nodes, pods, claims,
-    /// VolumeAttachments: the `events.jsonl` lines derived from a watched object). Until
-    /// runs recorded their events, the watch deliveries it processed over that stretch.
+    /// VolumeAttachments: the `events.jsonl` lines derived from a watched object).
     pub events_seen: u64,
     pub observations: ScaleObservations,
-    /// The run as planned (the experiment's variant, resolved): with it, `nodedown report`
-    /// recomputes the milestones and the verdict from the observations ([`recompute`]).
-    /// Absent in results written before nodedown recorded it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spec: Option<crate::plan::PlannedRun>,
 }
 
-/// What a simulated run's result is made of besides its events: the environment it ran in
-/// and what the runner measured itself.
-pub struct RunFacts {
-    pub environment: SimulatedEnvironment,
-    /// The nodes it took down (none: it ended before its fault; the planned count is said).
-    pub lost_nodes: Option<usize>,
-    pub cost: Vec<Usage>,
-    /// Why it could not complete.
-    pub error: Option<String>,
-}
-
-/// The result of planned run `run` from its events (folded by [`ScaleFold`]): milestones,
-/// taint reaction and verdict by the one rule `nodedown report` applies to the directory
-/// ([`recompute`]); `events`: none when it ended before its directory existed.
-pub fn of_run(
-    run: &crate::plan::PlannedRun,
-    facts: RunFacts,
-    events: Option<&[Event]>,
-) -> SimulatedResult {
-    let recorded = SimulatedResult {
-        tool: format!("nodedown {}", env!("CARGO_PKG_VERSION")),
-        run: run.id.clone(),
-        experiment: run.experiment.clone(),
-        variant: run.variant.clone(),
-        repetition: run.repetition,
-        environment: facts.environment,
-        lost_nodes: facts.lost_nodes.unwrap_or(run.fault.target.node_count()),
+/// The result of simulated run `run` from its events — the one rule for the runner, `nodedown
+/// report` and `compare`: the watches' events folded ([`ScaleFold`]) into the observations, the
+/// milestones, the taint reaction, the verdict of the expectations
+/// ([`crate::verdict::simulated`]) and the outcome; the simulated cluster and the cost as the
+/// run recorded them.
+pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
+    let fold = ScaleFold::of(events);
+    let mut cluster = None;
+    let mut cost = Vec::new();
+    for e in events {
+        match &e.what {
+            EventKind::SimulatedCluster(c) => cluster = Some(c.clone()),
+            EventKind::ProcessCost { usage } => cost = usage.clone(),
+            _ => {}
+        }
+    }
+    let lost: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.what {
+            EventKind::FaultInjected { node, .. } => Some(node.as_str()),
+            _ => None,
+        })
+        .collect();
+    let scale = ScaleResult {
+        cluster,
+        lost_nodes: if lost.is_empty() {
+            run.fault.target.node_count()
+        } else {
+            lost.len()
+        },
         instances: run.workload.instances as usize,
-        remediation: run.remediation.kind(),
-        verdict: Verdict::Unknown,
-        expectations: vec![],
-        error: facts.error,
-        time_zero: None,
+        time_zero: fold.time_zero().map(String::from),
         milestones: vec![],
         taint_reaction: None,
-        cost: facts.cost,
-        events_seen: 0,
-        observations: ScaleObservations::default(),
-        spec: Some(run.clone()),
+        cost,
+        events_seen: fold.watched_events(),
+        observations: fold.observations(),
     };
-    recompute(&recorded, events)
+    let result = RunResult {
+        id: run.id.clone(),
+        variant: run.variant.clone(),
+        repetition: run.repetition,
+        fault: run.fault.kind,
+        remediation: run.remediation.kind(),
+        remediation_detail: None,
+        provider: Some(run.cluster.provider),
+        profile: None,
+        started: events.first().map(|e| e.wall.clone()),
+        duration_ms: match (events.first(), events.last()) {
+            (Some(first), Some(last)) => last.at_ms.saturating_sub(first.at_ms),
+            _ => 0,
+        },
+        stages_ms: crate::timeline::stages(events)
+            .into_iter()
+            .map(|(stage, ms)| super::StageTime { stage, ms })
+            .collect(),
+        lane: None,
+        lane_nodes: vec![],
+        target_node: None,
+        fault_nodes: if lost.len() > 1 {
+            lost.iter().map(|n| n.to_string()).collect()
+        } else {
+            vec![]
+        },
+        replacement_node: None,
+        time_zero: None,
+        phases: vec![],
+        metrics: Default::default(),
+        write_outage: None,
+        expectations: vec![],
+        verdict: Verdict::Unknown,
+        outcome: None,
+        error: super::assemble::run_error(events),
+        environment: None,
+        spec_hash: super::assemble::spec_hash(run),
+        integrity: None,
+        controller_counters: None,
+        instances: vec![],
+        fleet: None,
+        scale: None,
+    };
+    judged(run, result, scale)
 }
 
-/// The figures and the verdict of a run recomputed from its events and its spec — the one
-/// rule the runner applies too. The observations, time zero and event count are folded again
-/// from `events` ([`ScaleFold`]) when the run recorded them (else the recorded observations
-/// stand); a result without its spec keeps its recorded figures and verdict.
-pub fn recompute(r: &SimulatedResult, events: Option<&[Event]>) -> SimulatedResult {
-    let mut out = r.clone();
-    if let Some(events) = events {
-        let fold = ScaleFold::of(events);
-        out.observations = fold.observations();
-        out.time_zero = fold.time_zero().map(String::from);
-        out.events_seen = fold.watched_events();
-    }
-    let Some(run) = &r.spec else {
-        return out;
-    };
+/// `r` with `scale`'s figures, verdict and outcome computed from its observations and `run`'s
+/// expectations.
+fn judged(run: &PlannedRun, mut r: RunResult, mut scale: ScaleResult) -> RunResult {
     let tainted = matches!(
         run.remediation,
         crate::spec::RemediationSpec::OutOfServiceTaint { .. }
     );
-    out.milestones = out.observations.figures(tainted);
-    out.taint_reaction = out.observations.taint_reaction();
+    scale.milestones = scale.observations.figures(tainted);
+    scale.taint_reaction = scale.observations.taint_reaction();
     let (expectations, verdict) =
-        crate::verdict::simulated::evaluate(run, &out.observations, r.error.as_deref());
-    out.expectations = expectations;
-    out.verdict = verdict;
-    out
+        crate::verdict::simulated::evaluate(run, &scale.observations, r.error.as_deref());
+    r.expectations = expectations;
+    r.verdict = verdict;
+    r.outcome = Some(outcome(&r, &scale, run.timeouts.recovery));
+    r.scale = Some(scale);
+    r
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+/// What a simulated run did: how many of its instances had a replacement Running with its
+/// volume, and when the last did (or how long it was watched without).
+fn outcome(r: &RunResult, scale: &ScaleResult, window: std::time::Duration) -> Outcome {
+    let of = scale.observations.instances.len();
+    let running = scale
+        .observations
+        .instances
+        .iter()
+        .filter(|i| i.replacement_running_ms().is_some())
+        .count();
+    let all = scale
+        .milestones
+        .iter()
+        .find(|f| f.milestone == Milestone::ReplacementRunning)
+        .and_then(|f| f.all_ms());
+    let recovery = if scale.time_zero.is_none() {
+        Recovery::NotFaulted
+    } else if of > 0 && running == of {
+        Recovery::Recovered
+    } else if running > 0 {
+        Recovery::PartlyRecovered
+    } else {
+        Recovery::NotRecovered
+    };
+    let watched = window.as_millis() as u64;
+    let after_ms = match recovery {
+        Recovery::Recovered => all,
+        Recovery::PartlyRecovered | Recovery::NotRecovered => Some(watched),
+        Recovery::NotFaulted => None,
+    };
+    let against = match r.expectations.iter().find(|e| e.name == "recovered") {
+        Some(e) if e.verdict == Verdict::Pass => " (as expected)".to_string(),
+        Some(e) if e.verdict == Verdict::Fail => format!(" (expected: {})", e.expected),
+        _ => String::new(),
+    };
+    let summary = match recovery {
+        Recovery::NotFaulted => "fault not applied".to_string(),
+        Recovery::Recovered => format!(
+            "{of} of {of} replacements Running with their volume in {}{against}",
+            fmt_opt_ms(after_ms)
+        ),
+        _ => format!(
+            "{running} of {of} replacements Running with their volume within {}{against}",
+            fmt_opt_ms(after_ms)
+        ),
+    };
+    Outcome {
+        recovery,
+        after_ms,
+        members_affected: (recovery != Recovery::NotFaulted).then_some(of),
+        members_recovered: (recovery != Recovery::NotFaulted).then_some(running),
+        data: None,
+        summary,
+    }
+}
+
+/// A simulated run's result as nodedown wrote it before simulated runs were [`RunResult`]s
+/// (their own `results.json`, and an invocation's `curve.json` an array of them): read to
+/// show and compare old invocations, never written. Its figures are recomputed from its
+/// recorded observations and spec by today's rule.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SimulatedEnvironment {
-    /// Always true: every figure of this run is from simulated nodes.
-    pub simulated: bool,
+pub struct LegacyResult {
+    pub run: String,
+    pub variant: String,
+    pub repetition: u32,
+    pub environment: LegacyEnvironment,
+    pub lost_nodes: usize,
+    pub instances: usize,
+    pub remediation: crate::vocab::RemediationKind,
+    pub verdict: Verdict,
+    #[serde(default)]
+    pub expectations: Vec<ExpectationResult>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub time_zero: Option<String>,
+    #[serde(deserialize_with = "crate::timeline::scale::milestones_compat")]
+    pub milestones: Vec<MilestoneFigure>,
+    #[serde(default)]
+    pub taint_reaction: Option<crate::units::Spread>,
+    pub cost: Vec<Usage>,
+    pub events_seen: u64,
+    pub observations: ScaleObservations,
+    #[serde(default)]
+    pub spec: Option<PlannedRun>,
+}
+
+/// [`LegacyResult`]'s environment.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LegacyEnvironment {
     pub kubernetes: String,
-    /// Simulated nodes in the cluster during the run.
     pub nodes: usize,
     pub kwok: String,
     pub kwok_lease_seconds: u32,
     pub cluster: String,
 }
 
+impl LegacyResult {
+    /// The experiment's name (the first part of the run id).
+    pub fn experiment(&self) -> &str {
+        self.run.split('/').next().unwrap_or(&self.run)
+    }
+
+    /// The run as a [`RunResult`]: with its spec, its figures and verdict recomputed from its
+    /// observations; without (written before nodedown recorded it), as it was written.
+    pub fn into_run_result(self) -> RunResult {
+        let scale = ScaleResult {
+            cluster: Some(SimulatedCluster {
+                kubernetes: self.environment.kubernetes,
+                nodes: self.environment.nodes,
+                kwok: self.environment.kwok,
+                kwok_lease_seconds: self.environment.kwok_lease_seconds,
+                cluster: self.environment.cluster,
+            }),
+            lost_nodes: self.lost_nodes,
+            instances: self.instances,
+            time_zero: self.time_zero,
+            milestones: self.milestones,
+            taint_reaction: self.taint_reaction,
+            cost: self.cost,
+            events_seen: self.events_seen,
+            observations: self.observations,
+        };
+        let r = RunResult {
+            id: self.run,
+            variant: self.variant,
+            repetition: self.repetition,
+            fault: crate::vocab::FaultKind::NodeShutdown,
+            remediation: self.remediation,
+            remediation_detail: None,
+            provider: Some(crate::spec::Provider::Kwok),
+            profile: None,
+            started: None,
+            duration_ms: 0,
+            stages_ms: vec![],
+            lane: None,
+            lane_nodes: vec![],
+            target_node: None,
+            fault_nodes: vec![],
+            replacement_node: None,
+            time_zero: None,
+            phases: vec![],
+            metrics: Default::default(),
+            write_outage: None,
+            expectations: self.expectations,
+            verdict: self.verdict,
+            outcome: None,
+            error: self.error,
+            environment: None,
+            spec_hash: self
+                .spec
+                .as_ref()
+                .map(super::assemble::spec_hash)
+                .unwrap_or_default(),
+            integrity: None,
+            controller_counters: None,
+            instances: vec![],
+            fleet: None,
+            scale: None,
+        };
+        match &self.spec {
+            Some(run) => judged(run, r, scale),
+            None => RunResult {
+                scale: Some(scale),
+                ..r
+            },
+        }
+    }
+}
+
+/// The simulated runs of `report`, in order; empty when it holds none.
+pub fn runs(report: &Report) -> Vec<&RunResult> {
+    report
+        .experiments
+        .iter()
+        .flat_map(|e| &e.runs)
+        .filter(|r| r.scale.is_some())
+        .collect()
+}
+
+/// A report of `runs` (simulated runs read from an old invocation's curve), grouped by
+/// experiment as `nodedown report` groups them.
+pub fn report_of(runs: Vec<RunResult>, tool_version: &str) -> Report {
+    let mut experiments: Vec<super::ExperimentResult> = Vec::new();
+    for r in runs {
+        let name = r.id.split('/').next().unwrap_or(&r.id).to_string();
+        match experiments.iter_mut().find(|e| e.name == name) {
+            Some(e) => e.runs.push(r),
+            None => experiments.push(super::ExperimentResult {
+                name,
+                file: String::new(),
+                runs: vec![r],
+                variants: vec![],
+            }),
+        }
+    }
+    for e in &mut experiments {
+        e.variants = super::assemble::summarize(&e.runs);
+    }
+    Report {
+        schema_version: super::SCHEMA_VERSION,
+        tool: format!("nodedown {tool_version}"),
+        invocation: None,
+        experiments,
+        not_run: vec![],
+    }
+}
+
 /// One run's summary page.
-pub fn run_markdown(r: &SimulatedResult) -> String {
+pub fn run_markdown(r: &RunResult) -> String {
     use std::fmt::Write;
     let mut out = String::new();
+    let Some(s) = &r.scale else {
+        return out;
+    };
     let _ = writeln!(out, "> **{BANNER}**\n");
     let _ = writeln!(
         out,
         "## {}: {} node(s) lost at once under {} instance(s), remediation {} — {}\n",
-        r.run,
-        r.lost_nodes,
-        r.instances,
+        r.id,
+        s.lost_nodes,
+        s.instances,
         r.remediation,
         r.verdict.as_str()
     );
+    if let Some(c) = &s.cluster {
+        let _ = write!(
+            out,
+            "{} simulated nodes (kwok {}, Lease {} s) · Kubernetes {} · ",
+            c.nodes, c.kwok, c.kwok_lease_seconds, c.kubernetes,
+        );
+    }
     let _ = writeln!(
         out,
-        "{} simulated nodes (kwok {}, Lease {} s) · Kubernetes {} · time zero {}\n",
-        r.environment.nodes,
-        r.environment.kwok,
-        r.environment.kwok_lease_seconds,
-        r.environment.kubernetes,
-        r.time_zero.as_deref().unwrap_or("— (no fault applied)")
+        "time zero {}\n",
+        s.time_zero.as_deref().unwrap_or("— (no fault applied)")
     );
+    if let Some(o) = &r.outcome {
+        let _ = writeln!(out, "**what happened:** {}\n", o.summary);
+    }
     if let Some(e) = &r.error {
         let _ = writeln!(out, "**error:** {e}\n");
     }
@@ -194,7 +420,7 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
         out,
         "| milestone | reached | p50 | all (max) |\n|---|--:|--:|--:|"
     );
-    for m in &r.milestones {
+    for m in &s.milestones {
         let _ = writeln!(
             out,
             "| {} | {}/{} | {} | {} |",
@@ -205,7 +431,7 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
             fmt_opt_ms(m.max_ms())
         );
     }
-    if let Some(t) = &r.taint_reaction {
+    if let Some(t) = &s.taint_reaction {
         let _ = writeln!(
             out,
             "\nnodedown's taint reaction (NotReady seen → taint applied), {} node(s): p50 {} · p99 {} · max {}",
@@ -219,7 +445,7 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
         out,
         "\n| process | cores (avg) | CPU s | peak RSS MiB |\n|---|--:|--:|--:|"
     );
-    for c in &r.cost {
+    for c in &s.cost {
         let _ = writeln!(
             out,
             "| {} | {:.2} | {:.1} | {:.0} |",
@@ -229,13 +455,13 @@ pub fn run_markdown(r: &SimulatedResult) -> String {
     let _ = writeln!(
         out,
         "\nwatch events processed by nodedown: {}",
-        r.events_seen
+        s.events_seen
     );
     out
 }
 
 /// The curve over an invocation's runs: one row per run.
-pub fn curve_markdown(results: &[SimulatedResult]) -> String {
+pub fn curve_markdown(results: &[&RunResult]) -> String {
     use crate::timeline::scale::Milestone as M;
     use std::fmt::Write;
     let mut out = String::new();
@@ -248,8 +474,8 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
         out,
         "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
     );
-    for r in results {
-        let fig = |m: M| r.milestones.iter().find(|f| f.milestone == m);
+    for (r, s) in scaled(results) {
+        let fig = |m: M| s.milestones.iter().find(|f| f.milestone == m);
         let all = |m: M| match fig(m) {
             Some(f) if f.all_ms().is_some() => fmt_opt_ms(f.all_ms()),
             // Nothing to reach it (a run that ended before its fault): not observed.
@@ -262,13 +488,13 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
             None => "—".into(),
         };
         let cores = |name: &str| {
-            r.cost
+            s.cost
                 .iter()
                 .find(|c| c.name == name)
                 .map(|c| format!("{:.2} / {:.0}", c.cores, c.max_rss_mib))
                 .unwrap_or_else(|| "—".into())
         };
-        let me = r
+        let me = s
             .cost
             .iter()
             .find(|c| c.name == "nodedown")
@@ -277,9 +503,9 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.run,
-            r.lost_nodes,
-            r.instances,
+            r.id,
+            s.lost_nodes,
+            s.instances,
             r.remediation,
             all(M::NodeNotReady),
             all(M::UnreachableTaint),
@@ -287,14 +513,14 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
             both(M::OldPodDeleted),
             both(M::VolumeDetached),
             both(M::ReplacementRunning),
-            r.taint_reaction
+            s.taint_reaction
                 .as_ref()
                 .map(|t| format!("{} / {}", fmt_opt_ms(Some(t.p50_ms)), fmt_opt_ms(t.p99_ms)))
                 .unwrap_or_else(|| "—".into()),
             cores("kube-apiserver"),
             cores("etcd"),
             me,
-            r.events_seen,
+            s.events_seen,
             match &r.error {
                 Some(_) => "error",
                 None => r.verdict.as_str(),
@@ -307,15 +533,16 @@ pub fn curve_markdown(results: &[SimulatedResult]) -> String {
 /// The runs as JUnit XML: a test suite per experiment, a test case per run (a failure when its
 /// expectation failed, an error when unknown), its milestones, taint reaction and costs as
 /// properties; the banner is the suite's first property, so a CI page says it was simulated.
-pub fn curve_junit(results: &[SimulatedResult]) -> String {
+pub fn curve_junit(results: &[&RunResult]) -> String {
     use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
     let mut report = quick_junit::Report::new("nodedown simulated");
     let mut suites: Vec<TestSuite> = Vec::new();
-    for r in results {
-        let i = match suites.iter().position(|s| s.name.as_str() == r.experiment) {
+    for (r, sc) in scaled(results) {
+        let experiment = r.id.split('/').next().unwrap_or(&r.id);
+        let i = match suites.iter().position(|s| s.name.as_str() == experiment) {
             Some(i) => i,
             None => {
-                let mut s = TestSuite::new(r.experiment.as_str());
+                let mut s = TestSuite::new(experiment);
                 s.add_property(Property::new("simulated", BANNER));
                 suites.push(s);
                 suites.len() - 1
@@ -333,15 +560,18 @@ pub fn curve_junit(results: &[SimulatedResult]) -> String {
                 s
             }
         };
-        let mut case = TestCase::new(r.run.as_str(), status);
-        case.set_classname(format!("simulated.{}", r.experiment));
+        let mut case = TestCase::new(r.id.as_str(), status);
+        case.set_classname(format!("simulated.{experiment}"));
         let mut props = vec![
-            ("lost-nodes".to_string(), r.lost_nodes.to_string()),
-            ("instances".to_string(), r.instances.to_string()),
+            ("lost-nodes".to_string(), sc.lost_nodes.to_string()),
+            ("instances".to_string(), sc.instances.to_string()),
             ("remediation".to_string(), r.remediation.to_string()),
-            ("events".to_string(), r.events_seen.to_string()),
+            ("events".to_string(), sc.events_seen.to_string()),
         ];
-        for f in &r.milestones {
+        if let Some(o) = &r.outcome {
+            props.push(("outcome".to_string(), o.summary.clone()));
+        }
+        for f in &sc.milestones {
             let m = f.milestone.as_str();
             props.push((format!("{m}.reached"), format!("{}/{}", f.reached, f.of)));
             if let Some(v) = f.p50_ms() {
@@ -351,13 +581,13 @@ pub fn curve_junit(results: &[SimulatedResult]) -> String {
                 props.push((format!("{m}.all"), v.to_string()));
             }
         }
-        if let Some(t) = &r.taint_reaction {
+        if let Some(t) = &sc.taint_reaction {
             props.push(("taint-reaction.p50".into(), t.p50_ms.to_string()));
             if let Some(p99) = t.p99_ms {
                 props.push(("taint-reaction.p99".into(), p99.to_string()));
             }
         }
-        for c in &r.cost {
+        for c in &sc.cost {
             props.push((format!("cost.{}.cores", c.name), format!("{:.3}", c.cores)));
             props.push((
                 format!("cost.{}.peak-mib", c.name),
@@ -377,7 +607,7 @@ pub fn curve_junit(results: &[SimulatedResult]) -> String {
 
 /// Why a run did not pass, for JUnit: the harness error, and each expectation that failed or
 /// could not be decided, named with what was expected and what happened.
-fn message(r: &SimulatedResult, error: Option<&str>) -> String {
+fn message(r: &RunResult, error: Option<&str>) -> String {
     let mut parts: Vec<String> = error.map(|e| format!("error: {e}")).into_iter().collect();
     for x in r.expectations.iter().filter(|x| x.verdict != Verdict::Pass) {
         parts.push(format!(
@@ -406,6 +636,20 @@ pub struct CurveChange {
     pub what: String,
 }
 
+/// Each simulated run of `results` with its figures.
+fn scaled<'a>(results: &[&'a RunResult]) -> impl Iterator<Item = (&'a RunResult, &'a ScaleResult)> {
+    results
+        .iter()
+        .filter_map(|r| Some((*r, r.scale.as_ref()?)))
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+/// A run's milestone figures (none: not a simulated run).
+fn milestones(r: &RunResult) -> &[MilestoneFigure] {
+    r.scale.as_ref().map_or(&[], |s| &s.milestones)
+}
+
 fn verdict_rank(v: Verdict) -> u8 {
     match v {
         Verdict::Pass => 2,
@@ -420,16 +664,16 @@ fn verdict_rank(v: Verdict) -> u8 {
 /// against the candidate (a different plan is not a regression). Each run is one sample: the
 /// caller says so.
 pub fn compare(
-    baseline: &[SimulatedResult],
-    candidate: &[SimulatedResult],
+    baseline: &[&RunResult],
+    candidate: &[&RunResult],
     tolerance: crate::report::compare::Tolerance,
 ) -> Vec<CurveChange> {
     use crate::timeline::scale::Milestone;
     let mut out = Vec::new();
     for b in baseline {
-        let Some(c) = candidate.iter().find(|c| c.run == b.run) else {
+        let Some(c) = candidate.iter().find(|c| c.id == b.id) else {
             out.push(CurveChange {
-                run: b.run.clone(),
+                run: b.id.clone(),
                 worse: false,
                 what: "not in the candidate".into(),
             });
@@ -449,7 +693,7 @@ pub fn compare(
         );
         if bv != cv {
             out.push(CurveChange {
-                run: b.run.clone(),
+                run: b.id.clone(),
                 worse: verdict_rank(cv) < verdict_rank(bv),
                 what: format!(
                     "verdict {} → {}{}",
@@ -462,13 +706,13 @@ pub fn compare(
                 ),
             });
         }
-        for bf in &b.milestones {
-            let Some(cf) = c.milestones.iter().find(|f| f.milestone == bf.milestone) else {
+        for bf in milestones(b) {
+            let Some(cf) = milestones(c).iter().find(|f| f.milestone == bf.milestone) else {
                 continue;
             };
             if cf.reached < bf.reached {
                 out.push(CurveChange {
-                    run: b.run.clone(),
+                    run: b.id.clone(),
                     worse: true,
                     what: format!(
                         "{}: {}/{} reached (baseline {}/{})",
@@ -481,8 +725,8 @@ pub fn compare(
                 });
             }
         }
-        let running = |r: &SimulatedResult| {
-            r.milestones
+        let running = |r: &RunResult| {
+            milestones(r)
                 .iter()
                 .find(|f| f.milestone == Milestone::ReplacementRunning)
                 .cloned()
@@ -496,7 +740,7 @@ pub fn compare(
                     if x != y {
                         let limit = tolerance.limit(x);
                         out.push(CurveChange {
-                            run: b.run.clone(),
+                            run: b.id.clone(),
                             worse: y > limit,
                             what: format!(
                                 "{what}: {} → {} ({}{:.0}%; tolerance {})",
@@ -513,9 +757,9 @@ pub fn compare(
         }
     }
     for c in candidate {
-        if !baseline.iter().any(|b| b.run == c.run) {
+        if !baseline.iter().any(|b| b.id == c.id) {
             out.push(CurveChange {
-                run: c.run.clone(),
+                run: c.id.clone(),
                 worse: false,
                 what: "not in the baseline".into(),
             });
@@ -698,7 +942,7 @@ const CURVE_COLORS: [&str; 8] = [
 /// The curve as one self-contained HTML page: the banner, time to every replacement Running with its volume
 /// against pods lost (a line per remediation, never marked), each milestone against pods lost
 /// per remediation, and the table of `curve_markdown`.
-pub fn curve_html(results: &[SimulatedResult]) -> String {
+pub fn curve_html(results: &[&RunResult]) -> String {
     use super::text::xml_escape;
     use crate::timeline::scale::Milestone as M;
     use std::fmt::Write;
@@ -709,13 +953,14 @@ pub fn curve_html(results: &[SimulatedResult]) -> String {
         }
     }
     // A run's time for a milestone: every instance there (None: not all got there).
-    let all = |r: &SimulatedResult, m: M| {
-        r.milestones
+    let all = |r: &RunResult, m: M| {
+        milestones(r)
             .iter()
             .find(|f| f.milestone == m)
             .and_then(|f| f.all_ms())
     };
-    let faulted = |r: &SimulatedResult| r.milestones.iter().any(|f| f.of > 0);
+    let faulted = |r: &RunResult| milestones(r).iter().any(|f| f.of > 0);
+    let instances = |r: &RunResult| r.scale.as_ref().map_or(0, |s| s.instances);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -735,7 +980,7 @@ pub fn curve_html(results: &[SimulatedResult]) -> String {
             points: results
                 .iter()
                 .filter(|r| r.remediation == *rem && faulted(r))
-                .map(|r| (r.instances, all(r, M::ReplacementRunning)))
+                .map(|r| (instances(r), all(r, M::ReplacementRunning)))
                 .collect(),
         })
         .collect();
@@ -744,8 +989,9 @@ pub fn curve_html(results: &[SimulatedResult]) -> String {
         &series,
     ));
     for (i, rem) in remediations.iter().enumerate() {
-        let runs: Vec<&SimulatedResult> = results
+        let runs: Vec<&RunResult> = results
             .iter()
+            .copied()
             .filter(|r| r.remediation == *rem && faulted(r))
             .collect();
         let series: Vec<Series> = M::ALL
@@ -753,12 +999,12 @@ pub fn curve_html(results: &[SimulatedResult]) -> String {
             .enumerate()
             .filter(|(_, m)| {
                 runs.iter()
-                    .any(|r| r.milestones.iter().any(|f| f.milestone == **m && f.of > 0))
+                    .any(|r| milestones(r).iter().any(|f| f.milestone == **m && f.of > 0))
             })
             .map(|(j, m)| Series {
                 name: m.as_str().to_string(),
                 color: CURVE_COLORS[(i + j) % CURVE_COLORS.len()],
-                points: runs.iter().map(|r| (r.instances, all(r, *m))).collect(),
+                points: runs.iter().map(|r| (instances(r), all(r, *m))).collect(),
             })
             .collect();
         if !series.is_empty() {
@@ -791,45 +1037,80 @@ pub fn curve_html(results: &[SimulatedResult]) -> String {
 mod tests {
     use super::*;
 
-    /// The recorded curve (docs/simulated-scale/: a real invocation on 200 simulated nodes).
-    fn recorded() -> Vec<SimulatedResult> {
+    /// The recorded curve (docs/simulated-scale/: a real invocation on 200 simulated nodes,
+    /// written before simulated runs were in results.json), as written.
+    fn legacy() -> Vec<LegacyResult> {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("docs/simulated-scale/curve.json");
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
+    /// Each run of the recorded curve with its spec, as a result.
+    fn recorded() -> Vec<(PlannedRun, RunResult)> {
+        legacy()
+            .into_iter()
+            .map(|r| (r.spec.clone().unwrap(), r.into_run_result()))
+            .collect()
+    }
+
+    /// `r`'s figures, verdict and outcome again from its observations, by `run`.
+    fn recompute(run: &PlannedRun, r: &RunResult) -> RunResult {
+        let mut r = r.clone();
+        let scale = r.scale.take().unwrap();
+        judged(run, r, scale)
+    }
+
+    fn obs(r: &mut RunResult) -> &mut ScaleObservations {
+        &mut r.scale.as_mut().unwrap().observations
+    }
+
     #[test]
     fn a_run_that_ended_before_its_fault_shows_nothing_observed_not_zero_of_zero() {
-        let mut r = recorded().remove(0);
-        r.observations = ScaleObservations::default();
+        let (run, mut r) = recorded().remove(0);
+        *obs(&mut r) = ScaleObservations::default();
         r.error = Some("interrupted: SIGINT".into());
-        let r = recompute(&r, None);
-        let md = curve_markdown(&[r]);
+        let r = recompute(&run, &r);
+        let md = curve_markdown(&[&r]);
         assert!(!md.contains("0/0 only"), "{md}");
         assert!(md.contains("| — | — |"), "{md}");
     }
 
     #[test]
-    fn recomputing_the_recorded_curve_gives_back_what_the_run_wrote() {
-        for r in recorded() {
-            assert!(r.spec.is_some(), "{}: the spec is recorded", r.run);
-            assert_eq!(recompute(&r, None), r, "{}", r.run);
+    fn the_recorded_curve_read_as_results_has_the_figures_and_verdicts_the_run_wrote() {
+        for old in legacy() {
+            assert!(old.spec.is_some(), "{}: the spec is recorded", old.run);
+            let r = old.clone().into_run_result();
+            let s = r.scale.as_ref().unwrap();
+            assert_eq!(s.milestones, old.milestones, "{}", old.run);
+            assert_eq!(s.taint_reaction, old.taint_reaction, "{}", old.run);
+            assert_eq!(r.verdict, old.verdict, "{}", old.run);
+            assert_eq!(r.expectations, old.expectations, "{}", old.run);
+            assert_eq!(r.id, old.run);
+            assert_eq!(s.cost, old.cost);
+            // What happened, said from the same observations.
+            let o = r.outcome.as_ref().unwrap();
+            let all = old
+                .milestones
+                .iter()
+                .find(|f| f.milestone == Milestone::ReplacementRunning)
+                .unwrap();
+            assert_eq!(o.members_affected, Some(all.of), "{}", old.run);
+            assert_eq!(o.members_recovered, Some(all.reached), "{}", old.run);
         }
     }
 
     #[test]
     fn an_expectation_the_run_cannot_meet_fails_its_case_by_name() {
-        let mut r = recorded()
+        let (mut run, r) = recorded()
             .into_iter()
-            .find(|r| r.variant == "lost-20-x20-taint")
+            .find(|(_, r)| r.variant == "lost-20-x20-taint")
             .unwrap();
-        let spec = r.spec.as_mut().unwrap();
-        spec.expect.time_to_running = Some(crate::spec::Bound {
+        run.expect.time_to_running = Some(crate::spec::Bound {
             max: std::time::Duration::from_secs(1),
         });
-        let r = recompute(&r, None);
+        let r = recompute(&run, &r);
         assert_eq!(r.verdict, Verdict::Fail);
-        let xml = curve_junit(std::slice::from_ref(&r));
+        let xml = curve_junit(&[&r]);
         let case = xml
             .split("<testcase")
             .nth(1)
@@ -850,26 +1131,26 @@ mod tests {
     #[test]
     fn comparing_curves_names_what_got_worse_and_only_that() {
         use crate::report::compare::Tolerance;
-        let base = recorded();
+        let recorded = recorded();
+        let base: Vec<&RunResult> = recorded.iter().map(|(_, r)| r).collect();
         assert!(compare(&base, &base, Tolerance::Percent(20.0)).is_empty());
         // The candidate: one run slower by half, one run that lost its replacements, one run
         // left out; the baseline then misses nothing the candidate has.
-        let mut cand = base.clone();
-        let slow = cand
-            .iter_mut()
-            .find(|r| r.variant == "lost-1-x20-taint")
-            .unwrap();
-        for i in &mut slow.observations.instances {
-            i.volume_attached_ms = i.volume_attached_ms.map(|ms| ms * 3 / 2);
+        let mut changed: Vec<(PlannedRun, RunResult)> = recorded.clone();
+        for (run, r) in &mut changed {
+            if r.variant == "lost-1-x20-taint" {
+                for i in &mut obs(r).instances {
+                    i.volume_attached_ms = i.volume_attached_ms.map(|ms| ms * 3 / 2);
+                }
+                *r = recompute(run, r);
+            }
+            if r.variant == "lost-5-x20-taint" {
+                obs(r).instances[0].volume_attached_ms = None;
+                *r = recompute(run, r);
+            }
         }
-        *slow = recompute(slow, None);
-        let lost = cand
-            .iter_mut()
-            .find(|r| r.variant == "lost-5-x20-taint")
-            .unwrap();
-        lost.observations.instances[0].volume_attached_ms = None;
-        *lost = recompute(lost, None);
-        cand.retain(|r| r.variant != "lost-20-x20-none");
+        changed.retain(|(_, r)| r.variant != "lost-20-x20-none");
+        let cand: Vec<&RunResult> = changed.iter().map(|(_, r)| r).collect();
         let changes = compare(&base, &cand, Tolerance::Percent(20.0));
         let worse: Vec<&str> = changes
             .iter()
@@ -908,10 +1189,11 @@ mod tests {
     fn an_errored_run_is_an_error_case_and_no_expectation_is_never_a_pass() {
         let mut rs = recorded();
         rs.truncate(2);
-        rs[0].error = Some("kwok exited".into());
-        rs[0] = recompute(&rs[0], None);
-        rs[1].spec.as_mut().unwrap().expect = Default::default();
-        rs[1] = recompute(&rs[1], None);
+        rs[0].1.error = Some("kwok exited".into());
+        rs[0].1 = recompute(&rs[0].0, &rs[0].1);
+        rs[1].0.expect = Default::default();
+        rs[1].1 = recompute(&rs[1].0, &rs[1].1);
+        let rs: Vec<&RunResult> = rs.iter().map(|(_, r)| r).collect();
         assert_eq!(rs[0].verdict, Verdict::Unknown);
         assert_eq!(rs[1].verdict, Verdict::Unknown);
         let xml = curve_junit(&rs);

@@ -91,6 +91,22 @@ pub struct ClusterFacts {
     pub attach_required: Option<bool>,
 }
 
+/// The simulated cluster of a run (provider kwok): kwok's nodes against a real control plane.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SimulatedCluster {
+    /// The API server's version (`gitVersion`).
+    pub kubernetes: String,
+    /// Simulated nodes in the cluster during the run.
+    pub nodes: usize,
+    /// kwok's version.
+    pub kwok: String,
+    /// How long kwok's node Leases last.
+    pub kwok_lease_seconds: u32,
+    /// The kind cluster (its control plane).
+    pub cluster: String,
+}
+
 /// The state of a storage fence (`network-fence` events).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -353,11 +369,42 @@ pub enum EventKind {
     Stage { stage: Stage },
     /// Free-form note from the harness (e.g. a step it took).
     Note { message: String },
+    /// The simulated cluster a run of provider kwok ran on, recorded once its nodes were
+    /// placed.
+    SimulatedCluster(SimulatedCluster),
+    /// What the control plane's processes, kwok and nodedown used from a simulated run's fault
+    /// to the end of its recovery, as the run measured it.
+    ProcessCost {
+        usage: Vec<crate::timeline::scale::Usage>,
+    },
     /// The run's observation ended (last line of a complete events.jsonl).
     RunFinished {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// Where a run's wall time went: each `stage` event's stage, lasting until the next one or
+/// the end of the run (`run-finished`), in the order they ran.
+pub fn stages(events: &[Event]) -> Vec<(Stage, u64)> {
+    let mut out = Vec::new();
+    let mut open: Option<(Stage, u64)> = None;
+    for e in events {
+        match &e.what {
+            EventKind::Stage { stage } => {
+                if let Some((s, from)) = open.replace((*stage, e.at_ms)) {
+                    out.push((s, e.at_ms.saturating_sub(from)));
+                }
+            }
+            EventKind::RunFinished { .. } => {
+                if let Some((s, from)) = open.take() {
+                    out.push((s, e.at_ms.saturating_sub(from)));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 impl TimeZeroBasis {

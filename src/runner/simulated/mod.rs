@@ -14,12 +14,11 @@ use crate::observe::procs;
 use crate::observe::{Recorder, Scope};
 use crate::plan::PlannedRun;
 use crate::remediation;
-use crate::report::simulated::{self, SimulatedEnvironment, SimulatedResult};
 use crate::runner::lifecycle::{self, RunFiles};
 use crate::runner::StepError;
 use crate::spec::{FaultKind, RemediationSpec};
 use crate::timeline::scale::ScaleFold;
-use crate::timeline::{Event, EventKind, Stage};
+use crate::timeline::{EventKind, SimulatedCluster, Stage};
 use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client};
 use std::path::{Path, PathBuf};
@@ -45,12 +44,11 @@ pub enum SimulatedError {
     Kwok(crate::cluster::ClusterError),
 }
 
-/// What the simulated runs of an invocation did: a result per run it started (errored runs
-/// included, with their error), and what went wrong around the runs.
+/// What went wrong around the simulated runs of an invocation; each run's result is read
+/// back from its directory, like a real run's.
 pub struct SimulatedInvocation {
-    pub results: Vec<SimulatedResult>,
-    /// Errors outside any one run (kwok exited, a run's reports not written): a harness error
-    /// of the invocation.
+    /// Errors outside any one run's directory (kwok exited, a run that could not make its
+    /// directory): a harness error of the invocation.
     pub errors: Vec<String>,
     /// SIGINT/SIGTERM or the lost cluster lock stopped it (after healing).
     pub interrupted: bool,
@@ -167,7 +165,6 @@ impl Simulator {
         interrupt: &super::Interrupt,
     ) -> SimulatedInvocation {
         let mut inv = SimulatedInvocation {
-            results: Vec::new(),
             errors: Vec::new(),
             interrupted: false,
         };
@@ -193,15 +190,19 @@ impl Simulator {
                 kwok_started: self.kwok.started,
                 kwok_version: self.version.clone(),
             };
-            let result = run_healed(env, run, &ctx, interrupt).await;
-            match &result.error {
-                Some(e) => progress.step(&format!("error: {e}")),
-                None => progress.step(result.verdict.as_str()),
+            match run_healed(env, run, &ctx, interrupt).await {
+                Ok(result) => match (&result.error, &result.outcome) {
+                    (Some(e), _) => progress.step(&format!("error: {e}")),
+                    (None, Some(o)) => {
+                        progress.step(&format!("{}: {}", result.verdict.as_str(), o.summary))
+                    }
+                    (None, None) => progress.step(result.verdict.as_str()),
+                },
+                Err(e) => {
+                    progress.step(&format!("error: {e}"));
+                    inv.errors.push(format!("{}: {e}", run.id));
+                }
             }
-            if let Err(e) = crate::store::save_simulated(&ctx.out, &result) {
-                inv.errors.push(e.to_string());
-            }
-            inv.results.push(result);
         }
         progress.set_run("");
         inv.interrupted = interrupt.first().is_some();
@@ -210,13 +211,14 @@ impl Simulator {
 }
 
 /// One run to its end (or its interrupt), its tasks stopped, then healed from its journal with
-/// its own heal timeout; its result from its events.
+/// its own heal timeout; its result from its events (the one rule `nodedown report` applies
+/// to its directory). `Err`: it ended before its directory existed (nothing to report from).
 async fn run_healed(
     env: &crate::runner::Env,
     run: &PlannedRun,
     ctx: &RunContext,
     interrupt: &super::Interrupt,
-) -> SimulatedResult {
+) -> Result<crate::report::RunResult, String> {
     let mut tasks = RunTasks::default();
     let outcome = tokio::select! {
         r = run_one(run, ctx, &mut tasks) => r.map_err(|e| e.to_string()),
@@ -225,19 +227,19 @@ async fn run_healed(
     // Nothing of the run's may act after this point: then heal what the journal says. A run
     // that could not go on keeps what it observed until then (its events), and says why.
     tasks.stop().await;
-    let (partial, error) = match outcome {
-        Ok(mut p) => {
-            let e = p.error.take();
-            (p, e)
-        }
-        Err(e) => (Partial::default(), Some(e)),
+    let error = match outcome {
+        Ok(harness_error) => harness_error,
+        Err(e) => Some(e),
     };
     let Some(files) = tasks.files.take() else {
-        return ctx.finish(run, None, partial, error);
+        return Err(error.unwrap_or_else(|| "the run made no directory".into()));
     };
     let heal_errors = lifecycle::heal(env, run, &files, &ctx.progress).await;
-    let error = lifecycle::finish(&files, error, &heal_errors);
-    ctx.finish(run, Some(&files.recorder.since(0)), partial, error)
+    let _ = lifecycle::finish(&files, error, &heal_errors);
+    Ok(crate::report::simulated::run_result(
+        run,
+        &files.recorder.since(0),
+    ))
 }
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
@@ -264,49 +266,13 @@ struct RunContext {
     kwok_version: String,
 }
 
-/// The figures of a run besides its observations, as far as it got.
-#[derive(Default)]
-struct Partial {
-    nodes: usize,
-    lost_nodes: Option<usize>,
-    cost: Vec<crate::timeline::scale::Usage>,
-    /// What went wrong in nodedown's own steps without stopping the run (a taint it could not
-    /// write).
-    error: Option<String>,
-}
-
-impl RunContext {
-    /// The run's result from its events (`error`: why it could not complete; `events`: none
-    /// when it ended before its directory existed).
-    fn finish(
-        &self,
-        run: &PlannedRun,
-        events: Option<&[Event]>,
-        partial: Partial,
-        error: Option<String>,
-    ) -> SimulatedResult {
-        let facts = simulated::RunFacts {
-            environment: SimulatedEnvironment {
-                simulated: true,
-                kubernetes: self.kubernetes.clone(),
-                nodes: partial.nodes,
-                kwok: self.kwok_version.clone(),
-                kwok_lease_seconds: kwok::LEASE_SECONDS,
-                cluster: self.cluster.clone(),
-            },
-            lost_nodes: partial.lost_nodes,
-            cost: partial.cost,
-            error,
-        };
-        simulated::of_run(run, facts, events)
-    }
-}
-
+/// The run's steps, recording into its events; `Ok(Some(..))`: what went wrong in nodedown's
+/// own steps without stopping the run (a taint it could not write).
 async fn run_one(
     run: &PlannedRun,
     ctx: &RunContext,
     tasks: &mut RunTasks,
-) -> Result<Partial, StepError> {
+) -> Result<Option<String>, StepError> {
     let say = |m: String| ctx.progress.step(&m);
     let files = lifecycle::open(&ctx.out, run)?;
     tasks.files = Some(files.clone());
@@ -315,6 +281,13 @@ async fn run_one(
         stage: Stage::Setup,
     });
     let placed = place(run, ctx, journal, recorder, &say).await?;
+    recorder.record(EventKind::SimulatedCluster(SimulatedCluster {
+        kubernetes: ctx.kubernetes.clone(),
+        nodes: placed.names.len(),
+        kwok: ctx.kwok_version.clone(),
+        kwok_lease_seconds: kwok::LEASE_SECONDS,
+        cluster: ctx.cluster.clone(),
+    }));
     let (mut fold, folded) = watch(ctx, &placed, recorder, tasks).await?;
     let meter = procs::CostMeter::start(ctx.container.clone(), ctx.kwok_pid.map(|p| ("kwok", p)));
     recorder.record(EventKind::Stage {
@@ -327,7 +300,9 @@ async fn run_one(
             after_ms: run.timeouts.recovery.as_millis() as u64,
         });
     }
-    let cost = meter.finish();
+    recorder.record(EventKind::ProcessCost {
+        usage: meter.finish(),
+    });
     let mut harness_errors = Vec::new();
     while let Some(t) = tasks.taints.join_next().await {
         match t {
@@ -343,12 +318,7 @@ async fn run_one(
     recorder.record(EventKind::Stage {
         stage: Stage::Collect,
     });
-    Ok(Partial {
-        nodes: placed.names.len(),
-        lost_nodes: Some(placed.lost.len()),
-        cost,
-        error: (!harness_errors.is_empty()).then(|| harness_errors.join("; ")),
-    })
+    Ok((!harness_errors.is_empty()).then(|| harness_errors.join("; ")))
 }
 
 /// Starts the run's watches (recording into its events from before the fault) and waits until
