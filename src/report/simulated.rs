@@ -86,14 +86,7 @@ pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
         observations: fold.observations(),
     };
     let result = RunResult {
-        id: run.id.clone(),
-        variant: run.variant.clone(),
-        repetition: run.repetition,
         fault: run.fault.kind,
-        remediation: run.remediation.kind(),
-        remediation_detail: None,
-        provider: Some(run.cluster.provider),
-        profile: None,
         started: events.first().map(|e| e.wall.clone()),
         duration_ms: match (events.first(), events.last()) {
             (Some(first), Some(last)) => last.at_ms.saturating_sub(first.at_ms),
@@ -103,14 +96,46 @@ pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
             .into_iter()
             .map(|(stage, ms)| super::StageTime { stage, ms })
             .collect(),
-        lane: None,
-        lane_nodes: vec![],
-        target_node: None,
         fault_nodes: if lost.len() > 1 {
             lost.iter().map(|n| n.to_string()).collect()
         } else {
             vec![]
         },
+        error: super::assemble::run_error(events),
+        spec_hash: super::assemble::spec_hash(run),
+        ..bare(
+            run.id.clone(),
+            run.variant.clone(),
+            run.repetition,
+            run.remediation.kind(),
+        )
+    };
+    judged(run, result, scale)
+}
+
+/// A simulated run's result before its figures: nothing observed, verdict unknown.
+fn bare(
+    id: String,
+    variant: String,
+    repetition: u32,
+    remediation: crate::vocab::RemediationKind,
+) -> RunResult {
+    RunResult {
+        id,
+        variant,
+        repetition,
+        fault: crate::vocab::FaultKind::NodeShutdown,
+        remediation,
+        remediation_detail: None,
+        provider: Some(crate::spec::Provider::Kwok),
+        profile: None,
+        started: None,
+        duration_ms: 0,
+        stages_ms: vec![],
+        lane: None,
+        lane_nodes: vec![],
+        target_node: None,
+        fault_nodes: vec![],
         replacement_node: None,
         time_zero: None,
         phases: vec![],
@@ -119,16 +144,15 @@ pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
         expectations: vec![],
         verdict: Verdict::Unknown,
         outcome: None,
-        error: super::assemble::run_error(events),
+        error: None,
         environment: None,
-        spec_hash: super::assemble::spec_hash(run),
+        spec_hash: String::new(),
         integrity: None,
         controller_counters: None,
         instances: vec![],
         fleet: None,
         scale: None,
-    };
-    judged(run, result, scale)
+    }
 }
 
 /// `r` with `scale`'s figures, verdict and outcome computed from its observations and `run`'s
@@ -275,41 +299,15 @@ impl LegacyResult {
             observations: self.observations,
         };
         let r = RunResult {
-            id: self.run,
-            variant: self.variant,
-            repetition: self.repetition,
-            fault: crate::vocab::FaultKind::NodeShutdown,
-            remediation: self.remediation,
-            remediation_detail: None,
-            provider: Some(crate::spec::Provider::Kwok),
-            profile: None,
-            started: None,
-            duration_ms: 0,
-            stages_ms: vec![],
-            lane: None,
-            lane_nodes: vec![],
-            target_node: None,
-            fault_nodes: vec![],
-            replacement_node: None,
-            time_zero: None,
-            phases: vec![],
-            metrics: Default::default(),
-            write_outage: None,
             expectations: self.expectations,
             verdict: self.verdict,
-            outcome: None,
             error: self.error,
-            environment: None,
             spec_hash: self
                 .spec
                 .as_ref()
                 .map(super::assemble::spec_hash)
                 .unwrap_or_default(),
-            integrity: None,
-            controller_counters: None,
-            instances: vec![],
-            fleet: None,
-            scale: None,
+            ..bare(self.run, self.variant, self.repetition, self.remediation)
         };
         match &self.spec {
             Some(run) => judged(run, r, scale),
