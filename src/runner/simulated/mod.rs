@@ -210,29 +210,41 @@ impl Simulator {
     }
 }
 
+/// Why a simulated run stopped before its end.
+#[derive(Debug, thiserror::Error)]
+enum RunStopped {
+    #[error(transparent)]
+    Step(#[from] StepError),
+    #[error("interrupted: {0}")]
+    Interrupted(super::Stop),
+}
+
 /// One run to its end (or its interrupt), its tasks stopped, then healed from its journal with
 /// its own heal timeout; its result from its events (the one rule `nodedown report` applies
-/// to its directory). `Err`: it ended before its directory existed (nothing to report from).
+/// to its directory). `Err`: it stopped before its directory existed (nothing to report from).
 async fn run_healed(
     env: &crate::runner::Env,
     run: &PlannedRun,
     ctx: &RunContext,
     interrupt: &super::Interrupt,
-) -> Result<crate::report::RunResult, String> {
+) -> Result<crate::report::RunResult, RunStopped> {
     let mut tasks = RunTasks::default();
     let outcome = tokio::select! {
-        r = run_one(run, ctx, &mut tasks) => r.map_err(|e| e.to_string()),
-        stop = interrupt.wait() => Err(format!("interrupted: {stop}")),
+        r = run_one(run, ctx, &mut tasks) => r.map_err(RunStopped::from),
+        stop = interrupt.wait() => Err(RunStopped::Interrupted(stop)),
     };
     // Nothing of the run's may act after this point: then heal what the journal says. A run
     // that could not go on keeps what it observed until then (its events), and says why.
     tasks.stop().await;
+    let Some(files) = tasks.files.take() else {
+        return match outcome {
+            Err(stopped) => Err(stopped),
+            Ok(_) => unreachable!("a run's steps begin by making its directory"),
+        };
+    };
     let error = match outcome {
         Ok(harness_error) => harness_error,
-        Err(e) => Some(e),
-    };
-    let Some(files) = tasks.files.take() else {
-        return Err(error.unwrap_or_else(|| "the run made no directory".into()));
+        Err(e) => Some(e.to_string()),
     };
     let heal_errors = lifecycle::heal(env, run, &files, &ctx.progress).await;
     let _ = lifecycle::finish(&files, error, &heal_errors);
