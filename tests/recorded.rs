@@ -673,6 +673,24 @@ fn report_folds_the_simulated_events_into_the_stored_curve() {
         assert_eq!(now["expectations"], old["expectations"]);
         assert_eq!(now["provider"], "kwok");
     }
+    // Its JUnit: a case per run, each with the run's wall time (first to last event).
+    let junit = Command::new(env!("CARGO_BIN_EXE_nodedown"))
+        .args(["report", "--format", "junit"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let xml = String::from_utf8_lossy(&junit.stdout);
+    for r in runs {
+        let case = xml
+            .split("<testcase")
+            .find(|c| c.contains(&format!("name=\"{}\"", r["id"].as_str().unwrap())))
+            .unwrap_or_else(|| panic!("{xml}"));
+        let secs = r["durationMs"].as_u64().unwrap() as f64 / 1000.0;
+        assert!(
+            case.contains(&format!("time=\"{secs:.3}\"")),
+            "{secs}: {case}"
+        );
+    }
     // And the figures are the events', not anything stored: a run whose events say less
     // reports less.
     let tmp = tempfile::tempdir().unwrap();

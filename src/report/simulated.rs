@@ -560,6 +560,10 @@ pub fn curve_junit(results: &[&RunResult]) -> String {
         };
         let mut case = TestCase::new(r.id.as_str(), status);
         case.set_classname(format!("simulated.{experiment}"));
+        // The run's wall time, as real runs' cases have it (absent in curves of old).
+        if r.duration_ms > 0 {
+            case.set_time(std::time::Duration::from_millis(r.duration_ms));
+        }
         let mut props = vec![
             ("lost-nodes".to_string(), sc.lost_nodes.to_string()),
             ("instances".to_string(), sc.instances.to_string()),
