@@ -673,6 +673,28 @@ fn report_folds_the_simulated_events_into_the_stored_curve() {
         assert_eq!(now["expectations"], old["expectations"]);
         assert_eq!(now["provider"], "kwok");
     }
+    // The run that did not recover was watched from its fault to its recovery timeout, as its
+    // event lines say.
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(dir.join("fold-fixture/none/1/events.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let at = |kind: &str| {
+        lines
+            .iter()
+            .filter(|l| l["event"] == kind)
+            .map(|l| l["at_ms"].as_u64().unwrap())
+            .min()
+            .unwrap()
+    };
+    let none = runs.iter().find(|r| r["variant"] == "none").unwrap();
+    assert_eq!(none["outcome"]["recovery"], "not-recovered");
+    assert_eq!(
+        none["outcome"]["afterMs"].as_u64(),
+        Some(at("recovery-timeout") - at("fault-injected"))
+    );
     // Its JUnit: a case per run, each with the run's wall time (first to last event).
     let junit = Command::new(env!("CARGO_BIN_EXE_nodedown"))
         .args(["report", "--format", "junit"])

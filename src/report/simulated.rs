@@ -110,7 +110,22 @@ pub fn run_result(run: &PlannedRun, events: &[Event]) -> RunResult {
             run.remediation.kind(),
         )
     };
-    judged(run, result, scale)
+    // The failover window as observed: time zero (the earliest fault) to the recovery timeout.
+    let fault_at = events
+        .iter()
+        .filter_map(|e| match e.what {
+            EventKind::FaultInjected { .. } => Some(e.at_ms),
+            _ => None,
+        })
+        .min();
+    let timeout_at = events.iter().find_map(|e| match e.what {
+        EventKind::RecoveryTimeout { .. } => Some(e.at_ms),
+        _ => None,
+    });
+    let watched_ms = timeout_at
+        .zip(fault_at)
+        .map(|(end, t0)| end.saturating_sub(t0));
+    judged(run, result, scale, watched_ms)
 }
 
 /// A simulated run's result before its figures: nothing observed, verdict unknown.
@@ -156,8 +171,14 @@ fn bare(
 }
 
 /// `r` with `scale`'s figures, verdict and outcome computed from its observations and `run`'s
-/// expectations.
-fn judged(run: &PlannedRun, mut r: RunResult, mut scale: ScaleResult) -> RunResult {
+/// expectations; `watched_ms`: from time zero to the end of the failover window (its recovery
+/// timeout), when the run reached it.
+fn judged(
+    run: &PlannedRun,
+    mut r: RunResult,
+    mut scale: ScaleResult,
+    watched_ms: Option<u64>,
+) -> RunResult {
     let tainted = matches!(
         run.remediation,
         crate::spec::RemediationSpec::OutOfServiceTaint { .. }
@@ -168,14 +189,14 @@ fn judged(run: &PlannedRun, mut r: RunResult, mut scale: ScaleResult) -> RunResu
         crate::verdict::simulated::evaluate(run, &scale.observations, r.error.as_deref());
     r.expectations = expectations;
     r.verdict = verdict;
-    r.outcome = Some(outcome(&r, &scale, run.timeouts.recovery));
+    r.outcome = Some(outcome(&r, &scale, watched_ms));
     r.scale = Some(scale);
     r
 }
 
 /// What a simulated run did: how many of its instances had a replacement Running with its
 /// volume, and when the last did (or how long it was watched without).
-fn outcome(r: &RunResult, scale: &ScaleResult, window: std::time::Duration) -> Outcome {
+fn outcome(r: &RunResult, scale: &ScaleResult, watched_ms: Option<u64>) -> Outcome {
     let of = scale.observations.instances.len();
     let running = scale
         .observations
@@ -197,10 +218,9 @@ fn outcome(r: &RunResult, scale: &ScaleResult, window: std::time::Duration) -> O
     } else {
         Recovery::NotRecovered
     };
-    let watched = window.as_millis() as u64;
     let after_ms = match recovery {
         Recovery::Recovered => all,
-        Recovery::PartlyRecovered | Recovery::NotRecovered => Some(watched),
+        Recovery::PartlyRecovered | Recovery::NotRecovered => watched_ms,
         Recovery::NotFaulted => None,
     };
     let against = match r.expectations.iter().find(|e| e.name == "recovered") {
@@ -214,10 +234,15 @@ fn outcome(r: &RunResult, scale: &ScaleResult, window: std::time::Duration) -> O
             "{of} of {of} replacements Running with their volume in {}{against}",
             fmt_opt_ms(after_ms)
         ),
-        _ => format!(
-            "{running} of {of} replacements Running with their volume within {}{against}",
-            fmt_opt_ms(after_ms)
-        ),
+        _ => match after_ms {
+            Some(ms) => format!(
+                "{running} of {of} replacements Running with their volume within {}{against}",
+                fmt_opt_ms(Some(ms))
+            ),
+            None => format!(
+                "{running} of {of} replacements Running with their volume while watched (the watch was cut short){against}"
+            ),
+        },
     };
     Outcome {
         recovery,
@@ -310,7 +335,11 @@ impl LegacyResult {
             ..bare(self.run, self.variant, self.repetition, self.remediation)
         };
         match &self.spec {
-            Some(run) => judged(run, r, scale),
+            // Its events were not kept: the window is its spec's recovery timeout.
+            Some(run) => {
+                let window = run.timeouts.recovery.as_millis() as u64;
+                judged(run, r, scale, Some(window))
+            }
             None => RunResult {
                 scale: Some(scale),
                 ..r
@@ -1059,7 +1088,8 @@ mod tests {
     fn recompute(run: &PlannedRun, r: &RunResult) -> RunResult {
         let mut r = r.clone();
         let scale = r.scale.take().unwrap();
-        judged(run, r, scale)
+        let window = run.timeouts.recovery.as_millis() as u64;
+        judged(run, r, scale, Some(window))
     }
 
     fn obs(r: &mut RunResult) -> &mut ScaleObservations {
