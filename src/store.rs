@@ -263,7 +263,8 @@ pub fn load_all(
 /// The runs of a simulated invocation written before simulated runs were ordinary run
 /// directories' results (its `curve.json`, an array of [`crate::report::simulated::LegacyResult`];
 /// `dir` may also be that file), as results: for `nodedown report` and `compare` of old
-/// invocations. `None` when `dir` has no such curve.
+/// invocations. `None` when `dir` has no such curve, or holds run directories (which are then
+/// what is read, by [`load_all`]).
 pub fn load_legacy_curve(dir: &Path) -> Option<Result<Vec<crate::report::RunResult>, StoreError>> {
     let curve = if dir.is_file() {
         dir.to_path_buf()
@@ -271,6 +272,9 @@ pub fn load_legacy_curve(dir: &Path) -> Option<Result<Vec<crate::report::RunResu
         dir.join(LEGACY_CURVE_FILE)
     };
     if curve.file_name()? != LEGACY_CURVE_FILE || !curve.is_file() {
+        return None;
+    }
+    if dir.is_dir() && !run_dirs(dir).is_empty() {
         return None;
     }
     let read = || {

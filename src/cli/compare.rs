@@ -59,14 +59,12 @@ fn parse_alpha(s: &str) -> Result<f64, String> {
 
 fn load(path: &Path) -> Result<Report, String> {
     // An old simulated invocation (its curve.json, before simulated runs were in results.json).
-    if path.is_file() || crate::store::run_dirs(path).is_empty() {
-        if let Some(legacy) = crate::store::load_legacy_curve(path) {
-            let runs = legacy.map_err(|e| e.to_string())?;
-            return Ok(crate::report::simulated::report_of(
-                runs,
-                &super::report::tool_version(),
-            ));
-        }
+    if let Some(legacy) = crate::store::load_legacy_curve(path) {
+        let runs = legacy.map_err(|e| e.to_string())?;
+        return Ok(crate::report::simulated::report_of(
+            runs,
+            &super::report::tool_version(),
+        ));
     }
     if path.is_dir() {
         let runs = crate::store::load_all(path).map_err(|e| e.to_string())?;

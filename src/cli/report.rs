@@ -170,10 +170,13 @@ pub fn report(args: ReportArgs) -> u8 {
         return code;
     }
     let built = match crate::store::load_legacy_curve(&args.run_dir) {
-        Some(legacy) if crate::store::run_dirs(&args.run_dir).is_empty() => {
-            legacy.map(|runs| report::simulated::report_of(runs, &tool_version()))
-        }
-        _ => build(&args.run_dir),
+        Some(legacy) => legacy.map(|runs| report::simulated::report_of(runs, &tool_version())),
+        None => build(&args.run_dir),
+    };
+    // How many of the runs are simulated, of how many: none, all, or some (refused).
+    let simulated = |r: &Report| {
+        let all: usize = r.experiments.iter().map(|e| e.runs.len()).sum();
+        (report::simulated::runs(r).len(), all)
     };
     match built {
         Ok(r) if r.experiments.is_empty() => {
@@ -183,11 +186,7 @@ pub fn report(args: ReportArgs) -> u8 {
             ));
             EXIT_BAD_INPUT
         }
-        Ok(r)
-            if !report::simulated::runs(&r).is_empty()
-                && report::simulated::runs(&r).len()
-                    != r.experiments.iter().map(|e| e.runs.len()).sum::<usize>() =>
-        {
+        Ok(r) if matches!(simulated(&r), (s, all) if s > 0 && s != all) => {
             error(format!(
                 "{} holds runs on simulated nodes and runs on real nodes (two invocations?): give each invocation's directory",
                 args.run_dir.display()
@@ -195,7 +194,7 @@ pub fn report(args: ReportArgs) -> u8 {
             EXIT_BAD_INPUT
         }
         Ok(r)
-            if !report::simulated::runs(&r).is_empty()
+            if simulated(&r).0 > 0
                 && (args.pushgateway.is_some() || args.format == Format::Prometheus) =>
         {
             error("the metrics are those of runs on real nodes: this directory holds simulated runs, whose figures are in results.json (each run's `scale`); use --format json");

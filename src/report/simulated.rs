@@ -668,12 +668,13 @@ pub struct CurveChange {
 }
 
 /// Each simulated run of `results` with its figures.
-fn scaled<'a>(results: &[&'a RunResult]) -> impl Iterator<Item = (&'a RunResult, &'a ScaleResult)> {
+fn scaled<'a, 'b>(
+    results: &'b [&'a RunResult],
+) -> impl Iterator<Item = (&'a RunResult, &'a ScaleResult)> + 'b {
     results
         .iter()
-        .filter_map(|r| Some((*r, r.scale.as_ref()?)))
-        .collect::<Vec<_>>()
-        .into_iter()
+        .copied()
+        .filter_map(|r| Some((r, r.scale.as_ref()?)))
 }
 
 /// A run's milestone figures (none: not a simulated run).
