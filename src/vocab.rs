@@ -189,7 +189,14 @@ pub const CONTROL_PLANE_LABELS: [&str; 2] = [
     "node-role.kubernetes.io/master",
 ];
 
-/// The namespace of the invocation lock's Lease.
+/// The namespace of the invocation lock's Leases.
 pub const LOCK_NAMESPACE: &str = "default";
-/// The invocation lock's Lease: one nodedown invocation per cluster.
-pub const LOCK_NAME: &str = "nodedown";
+/// The invocation lock: one Lease per node, `nodedown-node-<node>` (one nodedown invocation per
+/// node at a time).
+pub const LOCK_PREFIX: &str = "nodedown-node-";
+/// The label every lock Lease carries (value `node`): how `cleanup` finds them.
+pub const LOCK_LABEL: &str = "nodedown.dev/lock";
+/// The label of everything an invocation makes that outlives one run's heal (its runs'
+/// namespaces, the node agent's): the invocation's id, so its last wait and its heal see only
+/// its own objects, never those of another invocation on other nodes.
+pub const INVOCATION_LABEL: &str = "nodedown.dev/invocation";

@@ -57,9 +57,18 @@ fn the_shipped_role_is_the_preflights_table() {
             .all(|r| !r["verbs"].as_array().unwrap().iter().any(|v| v == "*")),
         "no wildcard verbs"
     );
-    // The lock's Lease: in its namespace only, and by name for all but create.
+    // The lock's Leases (one per node, so not by name): in their namespace only.
     assert_eq!(docs[3]["metadata"]["namespace"], "default");
-    assert_eq!(docs[3]["rules"][1]["resourceNames"][0], "nodedown");
+    let leases = docs[3]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resources"][0] == "leases")
+        .unwrap();
+    assert_eq!(
+        leases["verbs"],
+        serde_json::json!(["get", "list", "create", "update", "delete"])
+    );
     assert!(rules.iter().all(|r| r["resources"][0] != "leases"));
     for binding in [&docs[4], &docs[5]] {
         assert_eq!(binding["roleRef"]["name"], "nodedown");

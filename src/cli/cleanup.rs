@@ -80,10 +80,10 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
     if let Some(out) = session_file.parent() {
         let out = std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
         match crate::cluster::lock::release_for(&env.client, &out).await {
-            Ok(true) if !quiet => eprintln!(
+            Ok(deleted) if !deleted.is_empty() && !quiet => eprintln!(
                 "cleanup: removed the lock its invocation held (Lease {}/{})",
                 crate::cluster::lock::LOCK_NAMESPACE,
-                crate::cluster::lock::LOCK_NAME
+                deleted.join(", ")
             ),
             Ok(_) => {}
             Err(e) => error(e),
@@ -119,6 +119,7 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
     // run's own nodes and objects) come back together, as the invocation would have healed
     // them.
     let mut open = Vec::new();
+    let mut actions = Vec::new();
     for file in files {
         let journal = match Journal::open(&file) {
             Ok(j) => j,
@@ -150,6 +151,7 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
                 }
             );
         }
+        actions.extend(pending.actions.iter().cloned());
         open.push((file, journal));
     }
     let results = futures::future::join_all(
@@ -165,7 +167,10 @@ pub async fn cleanup(args: CleanupArgs, quiet: bool) -> u8 {
         }
     }
     if healed > 0 {
-        if let Err(e) = crate::runner::wait_namespaces_gone(&env.client).await {
+        // Only this run directory's own namespaces: another invocation may be running on
+        // other nodes of the cluster.
+        let owned = crate::runner::heal::Owned::of_pending(&actions);
+        if let Err(e) = crate::runner::wait_namespaces_gone(&env.client, &owned).await {
             error(e);
             failures += 1;
         }

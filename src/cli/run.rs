@@ -1,9 +1,8 @@
 use super::report::{build, render, Format};
 use super::{error, FailOn, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_INTERRUPTED};
-use crate::plan::lanes::Lane;
 use crate::plan::PlanOptions;
 use crate::report::{self, Report};
-use crate::runner::{self, Progress, RunSettings, RunnerError};
+use crate::runner::{self, Progress, RunSettings};
 use crate::runner::{ClusterOptions, Env};
 use crate::store::{ORDER_FILE, SESSION_FILE};
 use clap::{Args, ValueEnum};
@@ -235,6 +234,20 @@ pub struct RunArgs {
         value_name = "N|auto"
     )]
     pub parallel: crate::plan::lanes::Parallel,
+    /// Confine everything this invocation does to these nodes (comma-separated): where the
+    /// workloads, their replacements and fillers go, what is faulted, the lanes, the preflight
+    /// ("every node Ready", "two schedulable workers") and what it waits for at its end. Only
+    /// these nodes' locks are taken, so another invocation confined to other nodes of the same
+    /// cluster runs at the same time (one that overlaps is refused, naming the node). Default:
+    /// the whole cluster, every node's lock.
+    #[arg(
+        help_heading = "Cluster",
+        long,
+        env = "NODEDOWN_NODES",
+        value_name = "NODE,…",
+        value_delimiter = ','
+    )]
+    pub nodes: Vec<String>,
     #[command(flatten)]
     pub tools: ToolArgs,
 }
@@ -586,7 +599,8 @@ fn refuse(
                 cluster_opts,
                 args.parallel,
                 args.allow_control_plane,
-                &not_run
+                &not_run,
+                &args.nodes,
             )
         );
         if crate::runner::targets_existing(experiments, cluster_opts) {
@@ -861,14 +875,48 @@ impl Invocation<'_> {
                 }
             }
         }
-        // One invocation per cluster: refused before anything is deployed or faulted.
-        let out_abs = std::fs::canonicalize(self.out).unwrap_or_else(|_| self.out.to_path_buf());
-        let lock = match crate::cluster::lock::acquire(&env.client, &out_abs, step).await {
-            Ok(lock) => lock,
+        // The nodes this invocation may use (`--nodes`, each a node of this cluster) and their
+        // locks: one invocation per node, refused before anything is deployed or faulted.
+        let cluster_nodes = match kube::Api::<k8s_openapi::api::core::v1::Node>::all(
+            env.client.clone(),
+        )
+        .list(&Default::default())
+        .await
+        {
+            Ok(list) => list
+                .items
+                .into_iter()
+                .filter_map(|n| n.metadata.name)
+                .collect::<Vec<_>>(),
             Err(e) => {
-                error(e);
+                error(format!("cannot list the cluster's nodes: {e}"));
                 return Err(EXIT_HARNESS);
             }
+        };
+        let scope = match crate::plan::lanes::scope(&self.args.nodes, &cluster_nodes) {
+            Ok(scope) => scope,
+            Err(e) => {
+                error(format!("--nodes: {e}"));
+                return Err(EXIT_BAD_INPUT);
+            }
+        };
+        if let Some(nodes) = &scope {
+            step(&format!("confined to {}", nodes.join(", ")));
+        }
+        let lock_nodes = crate::cluster::lock::lock_nodes(scope.as_deref(), &cluster_nodes);
+        let out_abs = std::fs::canonicalize(self.out).unwrap_or_else(|_| self.out.to_path_buf());
+        let lock =
+            match crate::cluster::lock::acquire(&env.client, &out_abs, &lock_nodes, step).await {
+                Ok(lock) => lock,
+                Err(e) => {
+                    error(e);
+                    return Err(EXIT_HARNESS);
+                }
+            };
+        let owned = runner::heal::Owned {
+            invocation: Some(crate::cluster::lock::invocation_id(&out_abs)),
+            namespaces: vec![],
+            nodes: Some(lock_nodes),
         };
         // A lost lock stops the runs like a signal: another invocation may fault these nodes.
         let lost = lock.lost();
@@ -877,14 +925,20 @@ impl Invocation<'_> {
             let why = lost.await;
             interrupt.stop(runner::Stop::LockLost(why));
         });
-        let result = self.locked(env).await;
+        let result = self.locked(env, scope, &owned).await;
         watch_lock.abort();
         lock.release().await;
         result
     }
 
-    /// What runs under the cluster lock.
-    async fn locked(&self, env: &Env) -> Result<Invoked, u8> {
+    /// What runs under the lock: on the nodes of `scope` (none: the whole cluster), waiting at
+    /// the end for what `owned` covers.
+    async fn locked(
+        &self,
+        env: &Env,
+        scope: Option<Vec<String>>,
+        owned: &runner::heal::Owned,
+    ) -> Result<Invoked, u8> {
         let args = self.args;
         let session = serde_json::to_string_pretty(&env.session).expect("session serializes");
         if let Err(e) = std::fs::write(self.out.join(SESSION_FILE), session + "\n") {
@@ -921,13 +975,16 @@ impl Invocation<'_> {
                 (inv.interrupted, 1, Some(inv), Some(sim))
             }
             _ => {
-                let (interrupted, lanes) = self.real(env).await?;
+                let (interrupted, lanes) = self.real(env, scope, owned).await?;
                 (interrupted, lanes, None, None)
             }
         };
         let runs_ms = runs_start.elapsed().as_millis() as u64;
         let finish_start = std::time::Instant::now();
-        let stopped_waiting = self.final_wait(env).await;
+        // The simulated cluster is nodedown's own: everything on it is this invocation's.
+        let every = runner::heal::Owned::every();
+        let owned = if kwok.is_some() { &every } else { owned };
+        let stopped_waiting = self.final_wait(env, owned).await;
         drop(kwok);
         let times = (!interrupted).then(|| crate::store::InvocationTimes {
             prepare_ms,
@@ -945,7 +1002,12 @@ impl Invocation<'_> {
 
     /// Real runs: the workload image, the lanes, the runs scheduled into them. Returns whether
     /// a signal stopped them and how many lanes there were.
-    async fn real(&self, env: &Env) -> Result<(bool, u32), u8> {
+    async fn real(
+        &self,
+        env: &Env,
+        scope: Option<Vec<String>>,
+        owned: &runner::heal::Owned,
+    ) -> Result<(bool, u32), u8> {
         let args = self.args;
         let step = |s: &str| self.progress.step(s);
         let user_image = args.workload_image.clone().or_else(|| {
@@ -953,7 +1015,10 @@ impl Invocation<'_> {
                 .iter()
                 .find_map(|(_, e)| e.workload.image.clone())
         });
-        let image = match env.workload_image(user_image.as_deref(), &step).await {
+        let image = match env
+            .workload_image(user_image.as_deref(), scope.as_deref(), &step)
+            .await
+        {
             Ok(i) => i,
             Err(e) => {
                 error(format!("cannot provide the workload image: {e}"));
@@ -973,160 +1038,53 @@ impl Invocation<'_> {
             fault_lease: args.fault_lease,
             ack_interval: args.ack_interval,
             runner_node: args.runner_node.clone(),
+            nodes: scope,
+            invocation: owned.invocation.clone().unwrap_or_default(),
         };
-        let sharing = self.sharing(env).await;
-        let lanes = match self.lanes(env, &sharing).await {
-            Ok(l) => l,
+        let sharing = runner::schedule::sharing(
+            &env.client,
+            self.runs,
+            args.parallel,
+            args.allow_control_plane,
+        )
+        .await;
+        let nodes = match kube::Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
+            .list(&Default::default())
+            .await
+        {
+            Ok(list) => list.items,
             Err(e) => {
-                error(format!("cannot form lanes: {e}"));
+                error(format!("cannot form lanes: list nodes: {e}"));
                 return Err(EXIT_HARNESS);
             }
         };
-        let lane_count = lanes.len().max(1) as u32;
-        let interrupted = self.schedule(env, &settings, lanes, &sharing).await;
-        Ok((interrupted, lane_count))
-    }
-
-    /// Waits for the runs' namespaces to finish terminating (not when the cluster is about to
-    /// be deleted). Ctrl-C here too: the runs are healed, their namespaces deleted; returns
-    /// whether it stopped waiting (the invocation then exits 130).
-    async fn final_wait(&self, env: &Env) -> bool {
-        let mut stopped_waiting = false;
-        if !env.will_delete(self.args.retain) {
-            // Counted before the step is shown: a signal sent on seeing it must end the wait
-            // (counted after, a signal quick enough was taken for an earlier one and the wait
-            // ran its full 120 s — CI rehearsal, sigint_during_the_final_wait_…).
-            let seen = self.interrupt.count();
-            self.progress
-                .step("waiting for the runs' namespaces to finish terminating");
-            tokio::select! {
-                r = runner::wait_namespaces_gone(&env.client) => if let Err(e) = r { error(e) },
-                _ = self.interrupt.wait_beyond(seen) => {
-                    error("not waiting for the namespaces any longer: they are deleted and go by themselves");
-                    stopped_waiting = true;
-                }
+        let lanes = match runner::schedule::form_lanes(
+            &nodes,
+            self.runs,
+            &sharing,
+            args.parallel,
+            args.runner_node.as_deref(),
+            settings.nodes.as_deref(),
+        ) {
+            runner::schedule::Lanes::One(why) => {
+                step(&why);
+                vec![]
             }
-        }
-        stopped_waiting
-    }
-
-    /// The lanes of this invocation: none with `--parallel 1` (or room for only one).
-    /// What decides whether a run can share the cluster: `--allow-control-plane`, and the
-    /// classes of the runs that get their volumes' zones before their pods (read from each
-    /// class and its driver's CSINodes; a class not read is taken to be laneable).
-    async fn sharing(&self, env: &Env) -> crate::plan::lanes::Sharing {
-        let mut sharing = crate::plan::lanes::Sharing::new(self.args.allow_control_plane);
-        if self.args.parallel == crate::plan::lanes::Parallel::Lanes(1) {
-            return sharing;
-        }
-        let classes: std::collections::BTreeSet<&str> = self
-            .runs
-            .iter()
-            .map(|r| r.workload.storage_class.as_str())
-            .collect();
-        let api = kube::Api::<k8s_openapi::api::storage::v1::StorageClass>::all(env.client.clone());
-        for class in classes {
-            let Ok(Some(sc)) = api.get_opt(class).await else {
-                continue;
-            };
-            let mode = sc.volume_binding_mode.as_deref().unwrap_or("Immediate");
-            let keys = runner::driver_facts(&env.client, &sc.provisioner)
-                .await
-                .map(|f| f.topology_keys)
-                .unwrap_or_default();
-            if let Some(why) = crate::plan::lanes::early_zone(class, Some(mode), &[], &keys) {
-                sharing.early_zone.insert(class.to_string(), why);
-            }
-        }
-        sharing
-    }
-
-    async fn lanes(
-        &self,
-        env: &Env,
-        sharing: &crate::plan::lanes::Sharing,
-    ) -> Result<Vec<Lane>, String> {
-        use crate::plan::lanes::{self, Parallel};
-        if self.args.parallel == Parallel::Lanes(1) {
-            return Ok(vec![]);
-        }
-        let nodes = kube::Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
-            .list(&Default::default())
-            .await
-            .map_err(|e| format!("list nodes: {e}"))?;
-        let mut names = runner::heal::schedulable_workers(&nodes.items);
-        // The node nodedown runs on is in no lane: nothing of a run goes there.
-        names.retain(|w| Some(w) != self.args.runner_node.as_ref());
-        let workers: Vec<lanes::Worker> = names
-            .iter()
-            .map(|name| {
-                let zone = nodes
-                    .items
-                    .iter()
-                    .find(|n| n.metadata.name.as_ref() == Some(name))
-                    .and_then(|n| n.metadata.labels.as_ref())
-                    .and_then(|l| l.get(crate::spec::ZONE_LABEL));
-                lanes::Worker::new(name, zone.map(String::as_str))
-            })
-            .collect();
-        let (need, laneable) = lanes::demand(self.runs, sharing);
-        let count = lanes::lane_count(self.args.parallel, lanes::room(&workers, need), laneable);
-        if count <= 1 {
-            self.progress.step(&format!(
-                "--parallel: {} schedulable worker(s) and {laneable} run(s) that can share the cluster make room for one lane; the runs go one after the other",
-                workers.len()
-            ));
-            return Ok(vec![]);
-        }
-        let lanes = lanes::split(&workers, count, need);
+            formed => formed.into_lanes(),
+        };
         for lane in &lanes {
-            self.progress
-                .step(&format!("lane {}: {}", lane.index, lane.nodes.join(", ")));
+            step(&format!("lane {}: {}", lane.index, lane.nodes.join(", ")));
         }
-        Ok(lanes)
-    }
-
-    /// Runs every run: in plan order, each in the first free lane, a run that needs the
-    /// cluster alone once every lane is idle. Returns whether a signal stopped it (then every
-    /// run going was healed and none was started after it).
-    async fn schedule(
-        &self,
-        env: &Env,
-        settings: &RunSettings,
-        lanes: Vec<Lane>,
-        sharing: &crate::plan::lanes::Sharing,
-    ) -> bool {
-        use crate::plan::lanes::{can_start, place, Placement};
-        use futures::stream::{FuturesUnordered, StreamExt};
-        let lane_size = lanes.iter().map(|l| l.nodes.len()).min().unwrap_or(0);
-        let placements = place(self.runs, lanes.len(), lane_size, sharing);
-        let parallel = lanes.len() > 1;
-        for (run, p) in self.runs.iter().zip(&placements) {
-            if let (true, Placement::Alone(why)) = (parallel, p) {
-                self.progress.step(&format!("{} runs alone: {why}", run.id));
-            }
-        }
-        let mut pending: std::collections::VecDeque<(usize, &crate::plan::PlannedRun)> =
-            self.runs.iter().enumerate().collect();
-        let mut free = lanes;
-        let mut going = FuturesUnordered::new();
-        let total = self.runs.len();
-        let (mut started, mut done) = (0usize, 0usize);
-        let runs_start = std::time::Instant::now();
-        let mut interrupted = false;
-        loop {
-            // Start what can start (nothing more once interrupted).
-            loop {
-                let next = pending.front().map(|(i, _)| &placements[*i]);
-                if interrupted || !can_start(next, free.len(), going.len()) {
-                    break;
-                }
-                let (i, planned) = pending.pop_front().expect("can_start saw one");
-                let lane = match placements[i] {
-                    Placement::Lane => Some(free.remove(0)),
-                    Placement::Alone(_) => None,
-                };
-                started += 1;
+        let lane_count = lanes.len().max(1) as u32;
+        let settings = &settings;
+        let interrupted = runner::schedule::run_in_lanes(
+            self.runs,
+            lanes,
+            &sharing,
+            self.progress,
+            self.interrupt,
+            error,
+            |planned, lane, progress| {
                 let mut planned = planned.clone();
                 // What the run really used: `--provider` may have switched away from the
                 // experiment's provider (and its config file with it).
@@ -1136,23 +1094,9 @@ impl Invocation<'_> {
                     planned.cluster.config = env.session.profile.clone().map(PathBuf::from);
                 }
                 planned.cluster.provider = env.session.provider;
-                let progress = if parallel {
-                    self.progress.for_lane()
-                } else {
-                    self.progress.clone()
-                };
-                let eta = crate::units::eta(runs_start.elapsed(), done, total)
-                    .map(|left| format!(", ~{} left", crate::units::fmt_duration(left)))
-                    .unwrap_or_default();
-                let where_ = match (&lane, parallel) {
-                    (Some(l), _) => format!("[lane {}] ", l.index),
-                    (None, true) => "[alone] ".to_string(),
-                    (None, false) => String::new(),
-                };
-                progress.set_run(&format!("{where_}[{started}/{total}{eta}] {}", planned.id));
                 let dir = self.out.join(&planned.id);
-                going.push(async move {
-                    let r = runner::run_one(
+                async move {
+                    runner::run_one(
                         env,
                         settings,
                         &planned,
@@ -1161,36 +1105,35 @@ impl Invocation<'_> {
                         lane.as_ref(),
                         self.interrupt,
                     )
-                    .await;
-                    (lane, planned.id, r)
-                });
-            }
-            let Some((lane, id, result)) = going.next().await else {
-                break;
-            };
-            done += 1;
-            if let Some(lane) = lane {
-                free.push(lane);
-                free.sort_by_key(|l| l.index);
-            }
-            match result {
-                Ok(_) => {}
-                Err(RunnerError::Interrupted(stop)) => {
-                    if !interrupted {
-                        error(format!(
-                            "{stop}; healing every run going from its journal; stopping"
-                        ));
-                    }
-                    error(format!("{id}: healed"));
-                    interrupted = true;
+                    .await
                 }
-                Err(e) => error(format!("run {id}: {e}")),
-            }
-            if self.interrupt.first().is_some() {
-                interrupted = true;
+            },
+        )
+        .await;
+        Ok((interrupted, lane_count))
+    }
+
+    /// Waits for the runs' namespaces to finish terminating (not when the cluster is about to
+    /// be deleted). Ctrl-C here too: the runs are healed, their namespaces deleted; returns
+    /// whether it stopped waiting (the invocation then exits 130).
+    async fn final_wait(&self, env: &Env, owned: &runner::heal::Owned) -> bool {
+        let mut stopped_waiting = false;
+        if !env.will_delete(self.args.retain) {
+            // Counted before the step is shown: a signal sent on seeing it must end the wait
+            // (counted after, a signal quick enough was taken for an earlier one and the wait
+            // ran its full 120 s — CI rehearsal, sigint_during_the_final_wait_…).
+            let seen = self.interrupt.count();
+            self.progress
+                .step("waiting for the runs' namespaces to finish terminating");
+            tokio::select! {
+                r = runner::wait_namespaces_gone(&env.client, owned) => if let Err(e) = r { error(e) },
+                _ = self.interrupt.wait_beyond(seen) => {
+                    error("not waiting for the namespaces any longer: they are deleted and go by themselves");
+                    stopped_waiting = true;
+                }
             }
         }
-        interrupted
+        stopped_waiting
     }
 }
 
@@ -1292,6 +1235,7 @@ fn dry_run_text(
     parallel: crate::plan::lanes::Parallel,
     allow_control_plane: bool,
     not_run: &[crate::report::NotRun],
+    nodes: &[String],
 ) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -1352,6 +1296,13 @@ fn dry_run_text(
             h.power_off, h.power_on, h.power_state
         );
     }
+    if !nodes.is_empty() {
+        let _ = writeln!(
+            s,
+            "confined to node(s) {} (--nodes; checked against the cluster when the invocation starts): only their locks are taken, nothing of a run goes elsewhere",
+            nodes.join(", ")
+        );
+    }
     let _ = writeln!(s, "{} run(s); nothing was touched", runs.len());
     for n in not_run {
         let _ = writeln!(
@@ -1367,6 +1318,7 @@ fn dry_run_text(
         opts,
         parallel,
         allow_control_plane,
+        nodes,
     );
     for (i, run) in runs.iter().enumerate() {
         match placements.as_ref().map(|p| &p[i]) {
@@ -1463,6 +1415,7 @@ fn lanes_text(
     opts: &ClusterOptions,
     parallel: crate::plan::lanes::Parallel,
     allow_control_plane: bool,
+    nodes: &[String],
 ) -> Option<Vec<crate::plan::lanes::Placement>> {
     use crate::plan::lanes::{self, Parallel};
     use std::fmt::Write as _;
@@ -1480,18 +1433,21 @@ fn lanes_text(
                 .flatten()
         })
     });
-    let workers = config
-        .filter(|_| !crate::runner::targets_existing(experiments, opts))
-        .and_then(|c| std::fs::read_to_string(&c).ok().map(|t| (c, t)))
-        .and_then(|(c, t)| kind_config_workers(&t).map(|w| (c, w)));
+    let workers = if nodes.is_empty() {
+        config
+            .filter(|_| !crate::runner::targets_existing(experiments, opts))
+            .and_then(|c| std::fs::read_to_string(&c).ok().map(|t| (c, t)))
+            .and_then(|(c, t)| kind_config_workers(&t).map(|w| (c.display().to_string(), w)))
+    } else {
+        Some(("--nodes".to_string(), nodes.len()))
+    };
     let count = match &workers {
-        Some((config, w)) => {
+        Some((source, w)) => {
             // Room before the zones are known: the split at the start may make fewer lanes.
             let count = lanes::lane_count(parallel, *w / need.max(1), laneable);
             let _ = writeln!(
                 s,
-                "--parallel: {w} worker(s) in {} make room for {count} lane(s) of {need} node(s) or more (the schedulable workers are split when the invocation starts)",
-                config.display()
+                "--parallel: {w} worker(s) in {source} make room for {count} lane(s) of {need} node(s) or more (the schedulable workers are split when the invocation starts)",
             );
             count
         }
@@ -1545,6 +1501,11 @@ fn refused_for_simulated(args: &RunArgs) -> Vec<(&'static str, &'static str)> {
         DATA,
     );
     refuse(args.shared_dir != defaults.shared_dir, "--shared-dir", DATA);
+    refuse(
+        !args.nodes.is_empty(),
+        "--nodes",
+        "the simulated cluster is nodedown's own: its nodes are made for each run",
+    );
     const METRICS: &str =
         "the metrics are those of real runs; a simulated invocation's figures are in its results.json (each run's `scale`)";
     refuse(args.metrics_file.is_some(), "--metrics-file", METRICS);

@@ -303,7 +303,7 @@ impl DockerNodes {
         not_before: std::time::SystemTime,
         timeout: std::time::Duration,
     ) -> Result<Option<std::time::SystemTime>, ClusterError> {
-        use std::time::{Duration, UNIX_EPOCH};
+        use std::time::UNIX_EPOCH;
         let since = not_before
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -323,12 +323,7 @@ impl DockerNodes {
         futures::pin_mut!(stream);
         let found = tokio::time::timeout(timeout, async {
             while let Some(event) = stream.next().await {
-                let event = event?;
-                let Some(nanos) = event.time_nano.and_then(|n| u64::try_from(n).ok()) else {
-                    continue;
-                };
-                let at = UNIX_EPOCH + Duration::from_nanos(nanos);
-                if at >= not_before {
+                if let Some(at) = death_of(&event?, container, not_before) {
                     return Ok(Some(at));
                 }
             }
@@ -359,9 +354,60 @@ impl DockerNodes {
     }
 }
 
+/// When `event` says the container named `container` died, if it did at `not_before` or later
+/// (pure). Docker's `container` filter matches names by prefix — `nodedown-worker` also lets
+/// `nodedown-worker2`…`6` through —, so the name is checked here, exactly: another node's
+/// death a moment later (a run in another lane) must never be this node's time zero.
+pub(crate) fn death_of(
+    event: &bollard::models::EventMessage,
+    container: &str,
+    not_before: std::time::SystemTime,
+) -> Option<std::time::SystemTime> {
+    use std::time::{Duration, UNIX_EPOCH};
+    let actor = event.actor.as_ref()?;
+    let name = actor.attributes.as_ref().and_then(|a| a.get("name"));
+    if name.map(String::as_str) != Some(container) && actor.id.as_deref() != Some(container) {
+        return None;
+    }
+    let nanos = event.time_nano.and_then(|n| u64::try_from(n).ok())?;
+    let at = UNIX_EPOCH + Duration::from_nanos(nanos);
+    (at >= not_before).then_some(at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Synthetic die events (the fields Docker's event stream carries for one: the container's
+    /// id, its name among the attributes, the time in nanoseconds).
+    fn died(name: &str, id: &str, nanos: i64) -> bollard::models::EventMessage {
+        bollard::models::EventMessage {
+            actor: Some(bollard::models::EventActor {
+                id: Some(id.into()),
+                attributes: Some(labels(&[("name", name)])),
+            }),
+            time_nano: Some(nanos),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_node_dies_by_its_own_name_never_by_another_that_shares_its_prefix() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let at = |ms: u64| UNIX_EPOCH + Duration::from_millis(ms);
+        let requested = at(1_000);
+        // nodedown-worker3 dies 125 ms before nodedown-worker: Docker's prefix filter lets it
+        // through for `nodedown-worker`, and it is not its death.
+        let other = died("nodedown-worker3", "b2", 1_000_000_000 + 10_000_000);
+        let own = died("nodedown-worker", "a1", 1_000_000_000 + 135_000_000);
+        assert_eq!(death_of(&other, "nodedown-worker", requested), None);
+        assert_eq!(death_of(&own, "nodedown-worker", requested), Some(at(1_135)));
+        // Before the kill was asked for: an earlier death, not this one.
+        let earlier = died("nodedown-worker", "a1", 999_000_000);
+        assert_eq!(death_of(&earlier, "nodedown-worker", requested), None);
+        // Named by its id.
+        assert_eq!(death_of(&own, "a1", requested), Some(at(1_135)));
+    }
 
     fn labels(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs

@@ -6,7 +6,7 @@
 //! Rows were taken from the code's API calls (each `Api<K>` call, the watchers' list+watch,
 //! the raw proxy requests); see the `where` of each. Run namespaces are made per run
 //! (`nd-<experiment>-…`), so namespaced rows are granted cluster-wide (a ClusterRoleBinding):
-//! the check asks for all namespaces, except the lock's Lease (namespace `default`).
+//! the check asks for all namespaces, except the lock's Leases (namespace `default`).
 
 use crate::plan::PlannedRun;
 use crate::spec::{Controller, RemediationSpec, WorkloadKind};
@@ -120,15 +120,16 @@ pub const RULES: &[Rule] = &[
         When::RecreateNode,
         "recreating a deleted Node from the journal when its kubelet does not",
     ),
+    // One Lease per node (`nodedown-node-<node>`): their names depend on the cluster's nodes,
+    // so RBAC cannot name them; the rule stays in the lock's namespace.
     Rule {
         namespace: Some(crate::vocab::LOCK_NAMESPACE),
-        name: Some(crate::vocab::LOCK_NAME),
         ..rule(
             "coordination.k8s.io",
             "leases",
-            &["get", "create", "update", "delete"],
+            &["get", "list", "create", "update", "delete"],
             When::Always,
-            "the invocation's lock, Lease default/nodedown",
+            "the invocation's lock, a Lease default/nodedown-node-<node> per node it uses",
         )
     },
     // The run's objects.
@@ -574,7 +575,7 @@ struct Naming<'a> {
 
 /// `deploy/rbac.yaml`: the namespace `nodedown` and its ServiceAccount `nodedown`, the
 /// ClusterRole of [`cluster_role_rules`], a Role (and its binding) per namespaced rule (the
-/// lock's Lease, by name where RBAC allows), and the ClusterRoleBinding.
+/// lock's Leases), and the ClusterRoleBinding.
 pub fn rbac_yaml() -> String {
     rbac_text(&Naming {
         header:
@@ -659,7 +660,7 @@ fn rbac_text(n: &Naming) -> String {
     }
     docs.push(role);
     // One Role (and binding) per namespace, its rules merged per (group, resource, object):
-    // the lock's Lease by name, the Events about NetworkFences, both in `default`.
+    // the lock's Leases, the Events about NetworkFences, both in `default`.
     let mut by_ns: std::collections::BTreeMap<&str, Vec<&Rule>> = Default::default();
     for r in RULES.iter().filter(|r| r.namespace.is_some()) {
         by_ns
@@ -769,15 +770,16 @@ mod tests {
         assert!(!has(&needs, "create", "pods/proxy"), "no agent");
         assert!(!has(&needs, "get", "csidrivers"), "best effort only");
         let lease = needs.iter().find(|n| n.resource == "leases").unwrap();
+        // One Lease per node, so no name: every verb on leases in `default` alone.
         assert_eq!(
             lease.describe(),
-            "get leases.coordination.k8s.io nodedown in namespace default"
+            "get leases.coordination.k8s.io in namespace default"
         );
-        let create = needs
+        assert!(has(&needs, "list", "leases"), "cleanup finds its Leases");
+        assert!(needs
             .iter()
-            .find(|n| n.resource == "leases" && n.verb == "create")
-            .unwrap();
-        assert_eq!(create.name, None, "RBAC cannot limit create by name");
+            .filter(|n| n.resource == "leases")
+            .all(|n| n.name.is_none() && n.namespace == Some("default")));
         let fd = planned(
             "node-shutdown",
             "fd",

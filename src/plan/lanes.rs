@@ -29,6 +29,45 @@ impl std::str::FromStr for Parallel {
     }
 }
 
+/// The nodes an invocation is confined to (`--nodes`), checked against the cluster's: each
+/// once, in name order; `None` when none were given (the whole cluster). A name that is no
+/// node of the cluster is refused with the nearest one it may have meant.
+pub fn scope(given: &[String], cluster: &[String]) -> Result<Option<Vec<String>>, String> {
+    if given.is_empty() {
+        return Ok(None);
+    }
+    if given.iter().any(|n| n.trim().is_empty()) {
+        return Err("an empty node name (a stray comma?): name the nodes as `--nodes A,B`".into());
+    }
+    let mut nodes: Vec<String> = given.iter().map(|n| n.trim().to_string()).collect();
+    nodes.sort();
+    nodes.dedup();
+    let unknown: Vec<String> = nodes
+        .iter()
+        .filter(|n| !cluster.contains(n))
+        .map(|n| match closest(n, cluster) {
+            Some(near) => format!("{n} (did you mean {near}?)"),
+            None => n.clone(),
+        })
+        .collect();
+    if !unknown.is_empty() {
+        let mut all = cluster.to_vec();
+        all.sort();
+        return Err(format!(
+            "no node {} in this cluster; its nodes are: {}",
+            unknown.join(", "),
+            all.join(", ")
+        ));
+    }
+    Ok(Some(nodes))
+}
+
+/// The node of `names` `word` may have meant (nodedown's one "did you mean" rule).
+fn closest<'a>(word: &str, names: &'a [String]) -> Option<&'a str> {
+    let refs: Vec<&'a str> = names.iter().map(String::as_str).collect();
+    crate::spec::closest(word, &refs)
+}
+
 /// One lane: its number (1-based) and its nodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lane {
@@ -510,5 +549,26 @@ mod tests {
         assert!(!can_start(Some(&alone), 2, 1), "one run still going");
         assert!(can_start(Some(&alone), 3, 0));
         assert!(!can_start(None, 3, 0));
+    }
+
+    #[test]
+    fn nodes_given_are_checked_against_the_cluster_sorted_and_deduplicated() {
+        let cluster: Vec<String> = ["cp", "worker", "worker2", "worker3"]
+            .map(String::from)
+            .to_vec();
+        let given = |g: &[&str]| g.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(scope(&[], &cluster), Ok(None));
+        assert_eq!(
+            scope(&given(&["worker3", "worker", "worker3"]), &cluster),
+            Ok(Some(given(&["worker", "worker3"])))
+        );
+        let e = scope(&given(&["worker", "wroker9"]), &cluster).unwrap_err();
+        assert!(e.contains("no node wroker9"), "{e}");
+        assert!(e.contains("cp, worker, worker2, worker3"), "{e}");
+        let e = scope(&given(&["worker4"]), &cluster).unwrap_err();
+        assert!(e.contains("worker4 (did you mean worker"), "{e}");
+        assert!(scope(&given(&["worker", ""]), &cluster)
+            .unwrap_err()
+            .contains("stray comma"));
     }
 }

@@ -299,6 +299,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
                     before: before.get(series).copied(),
                     after: *v,
                     shared_with: vec![],
+                    beyond_invocation: timeline.confined && series_namespace(series).is_none(),
                 })
                 .collect(),
         ),
@@ -624,12 +625,14 @@ mod tests {
                 before: Some(1),
                 after: 3,
                 shared_with: vec![],
+                beyond_invocation: false,
             },
             CounterChangeResult {
                 series: podgc.into(),
                 before: None,
                 after: 1,
                 shared_with: vec![],
+                beyond_invocation: false,
             },
         ]);
         let named = |id: &str| RunResult {

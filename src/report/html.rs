@@ -82,7 +82,17 @@ fn run_section(out: &mut String, r: &RunResult) {
                 xml_escape(&c.series),
                 c.before.map_or("—".into(), |b| b.to_string()),
                 c.after,
-                xml_escape(&c.shared_with.join(", "))
+                xml_escape(
+                    &c.shared_with
+                        .iter()
+                        .map(String::as_str)
+                        .chain(
+                            c.beyond_invocation
+                                .then_some("invocations on the cluster's other nodes (--nodes)")
+                        )
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             );
         }
         let _ = writeln!(out, "</table>");

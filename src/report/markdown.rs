@@ -499,7 +499,7 @@ fn counters(out: &mut String, runs: &[RunResult]) {
             changes
                 .iter()
                 .map(|c| {
-                    let shared = if c.shared_with.is_empty() {
+                    let mut shared = if c.shared_with.is_empty() {
                         String::new()
                     } else {
                         format!(
@@ -507,6 +507,11 @@ fn counters(out: &mut String, runs: &[RunResult]) {
                             c.shared_with.join(", ")
                         )
                     };
+                    if c.beyond_invocation {
+                        shared.push_str(
+                            " (cluster-wide: invocations on the cluster's other nodes may have counted in it too)",
+                        );
+                    }
                     format!(
                         "`{}` +{}{shared}",
                         c.series.replace('`', "'"),

@@ -304,6 +304,11 @@ pub struct CounterChangeResult {
     /// not split between them. Empty: the run was alone in its window.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_with: Vec<String>,
+    /// A cluster-wide series of a run whose invocation was confined to some nodes (`--nodes`):
+    /// other invocations on the cluster's other nodes, which this one cannot see, may have
+    /// counted in it too. Never split by guess.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beyond_invocation: bool,
 }
 
 /// Where a run happened.

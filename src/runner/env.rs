@@ -353,6 +353,7 @@ impl Env {
     pub async fn workload_image(
         &self,
         user_image: Option<&str>,
+        scope: Option<&[String]>,
         step: &dyn Fn(&str),
     ) -> Result<(String, bool), ClusterError> {
         if let Some(image) = user_image {
@@ -370,7 +371,7 @@ impl Env {
             std::env::temp_dir().join(format!("nodedown-image-{}.tar", std::process::id()));
         let reference = crate::workload::image::write_archive(&files, &archive)
             .map_err(|e| ClusterError::Setup(e.to_string()))?;
-        let result = load_into_nodes(docker, local, &reference, &archive, step).await;
+        let result = load_into_nodes(docker, local, &reference, &archive, scope, step).await;
         let _ = std::fs::remove_file(&archive);
         result?;
         Ok((reference, true))
@@ -451,12 +452,18 @@ async fn load_into_nodes(
     cluster: &LocalCluster,
     reference: &str,
     archive: &Path,
+    scope: Option<&[String]>,
     step: &dyn Fn(&str),
 ) -> Result<(), ClusterError> {
     for container in docker
         .cluster_containers(cluster.name(), cluster.flavor())
         .await?
     {
+        // Confined to some nodes (`--nodes`): only theirs (a node container is named after its
+        // node); another invocation's node may be down or frozen in its own run meanwhile.
+        if scope.is_some_and(|s| !s.contains(&container)) {
+            continue;
+        }
         if !docker.is_running(&container).await? {
             continue;
         }

@@ -359,18 +359,93 @@ fn ignore_missing(r: Result<(), kube::Error>, what: String) -> Result<(), HealFa
     }
 }
 
+/// Which namespaces an invocation (or a cleanup) waits for at its end: its own, never those of
+/// another invocation confined to other nodes of the same cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owned {
+    /// Run namespaces labelled with this invocation id.
+    pub invocation: Option<String>,
+    /// Run namespaces by name (a cleanup's, from its journals).
+    pub namespaces: Vec<String>,
+    /// The nodes whose agents' namespaces are waited for; none: every node's.
+    pub nodes: Option<Vec<String>>,
+}
+
+impl Owned {
+    /// Everything of every nodedown invocation (a cluster nodedown alone uses: the simulated
+    /// one).
+    pub fn every() -> Owned {
+        Owned::default()
+    }
+
+    /// Whether the run namespace `ns` is waited for (pure).
+    pub fn has_run_namespace(&self, ns: &Namespace) -> bool {
+        if self.invocation.is_none() && self.namespaces.is_empty() {
+            return true;
+        }
+        let name = ns.metadata.name.as_deref().unwrap_or("");
+        let label = ns
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(crate::vocab::INVOCATION_LABEL));
+        self.namespaces.iter().any(|n| n == name)
+            || (self.invocation.is_some() && label == self.invocation.as_ref())
+    }
+
+    /// Whether the agent namespace `ns` is waited for (pure).
+    pub fn has_agent_namespace(&self, ns: &Namespace) -> bool {
+        let node = ns
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(crate::faults::agent::AGENT_NODE_LABEL));
+        match (&self.nodes, node) {
+            (None, _) => true,
+            (Some(nodes), Some(node)) => nodes.contains(node),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// A cleanup's: the namespaces and nodes its journals' pending actions name.
+    pub fn of_pending(actions: &[(u64, crate::journal::Undo)]) -> Owned {
+        use crate::journal::Undo;
+        let mut owned = Owned {
+            nodes: Some(vec![]),
+            ..Owned::default()
+        };
+        for (_, undo) in actions {
+            match undo {
+                Undo::DeleteNamespace { name } => owned.namespaces.push(name.clone()),
+                Undo::HealFault { node, .. }
+                | Undo::RestoreNode { node, .. }
+                | Undo::RemoveTaint { node, .. }
+                | Undo::DeleteNetworkFence { node, .. } => {
+                    owned.nodes.get_or_insert_default().push(node.clone())
+                }
+                _ => {}
+            }
+        }
+        // A cleanup that names no run namespace waits for none (not for everyone's).
+        if owned.namespaces.is_empty() {
+            owned.namespaces.push(String::new());
+        }
+        owned
+    }
+}
+
 /// Waits until no namespace of a nodedown run (label `nodedown.dev/run`) nor of a node agent
-/// (label `nodedown.dev/agent-node`) is terminating, at most [`NAMESPACE_TIMEOUT`]; `Err` names
-/// the ones still there (or why they cannot be listed). An invocation leaves nothing of its own
-/// behind when it exits.
-pub async fn wait_namespaces_gone(client: &Client) -> Result<(), HealFailure> {
+/// (label `nodedown.dev/agent-node`) that `owned` covers is terminating, at most
+/// [`NAMESPACE_TIMEOUT`]; `Err` names the ones still there (or why they cannot be listed). An
+/// invocation leaves nothing of its own behind when it exits.
+pub async fn wait_namespaces_gone(client: &Client, owned: &Owned) -> Result<(), HealFailure> {
     let api: Api<Namespace> = Api::all(client.clone());
     let deadline = tokio::time::Instant::now() + NAMESPACE_TIMEOUT;
     loop {
         let mut terminating: Vec<String> = Vec::new();
-        for label in [
-            crate::workload::RUN_LABEL,
-            crate::faults::agent::AGENT_NODE_LABEL,
+        for (label, agent) in [
+            (crate::workload::RUN_LABEL, false),
+            (crate::faults::agent::AGENT_NODE_LABEL, true),
         ] {
             terminating.extend(
                 api.list(&ListParams::default().labels(label))
@@ -382,6 +457,13 @@ pub async fn wait_namespaces_gone(client: &Client) -> Result<(), HealFailure> {
                     .items
                     .into_iter()
                     .filter(|n| n.metadata.deletion_timestamp.is_some())
+                    .filter(|n| {
+                        if agent {
+                            owned.has_agent_namespace(n)
+                        } else {
+                            owned.has_run_namespace(n)
+                        }
+                    })
                     .filter_map(|n| n.metadata.name),
             );
         }
@@ -532,5 +614,68 @@ mod tests {
             vec!["3 schedulable worker(s): 3 replicas on a node each and one for the replacement need 4".to_string()]
         );
         assert!(degraded(&[cp, w("w1"), w("w2"), w("w3"), w("w4")], 4).is_empty());
+    }
+
+    // Synthetic namespaces: a name and its labels, as nodedown makes them.
+    fn ns(name: &str, labels: serde_json::Value) -> Namespace {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name, "labels": labels}}))
+            .unwrap()
+    }
+
+    #[test]
+    fn an_invocation_waits_for_its_own_namespaces_and_its_own_nodes_agents_only() {
+        let ours = ns(
+            "nd-smoke-default-1-aaaaa",
+            serde_json::json!({"nodedown.dev/run": "smoke.default.1", "nodedown.dev/invocation": "abc"}),
+        );
+        let theirs = ns(
+            "nd-smoke-default-1-bbbbb",
+            serde_json::json!({"nodedown.dev/run": "smoke.default.1", "nodedown.dev/invocation": "def"}),
+        );
+        let agent = |node: &str| {
+            ns(
+                &format!("nd-agent-{node}"),
+                serde_json::json!({"nodedown.dev/agent-node": node}),
+            )
+        };
+        let owned = Owned {
+            invocation: Some("abc".into()),
+            namespaces: vec![],
+            nodes: Some(vec!["w1".into(), "w2".into()]),
+        };
+        assert!(owned.has_run_namespace(&ours));
+        assert!(!owned.has_run_namespace(&theirs));
+        assert!(owned.has_agent_namespace(&agent("w2")));
+        assert!(!owned.has_agent_namespace(&agent("w3")));
+        // The simulated cluster is nodedown's own: everything on it.
+        let every = Owned::every();
+        assert!(every.has_run_namespace(&theirs) && every.has_agent_namespace(&agent("w3")));
+    }
+
+    #[test]
+    fn a_cleanup_waits_for_what_its_journals_name() {
+        let actions = vec![
+            (1, Undo::DeleteNamespace {
+                name: "nd-x-1-aaaaa".into(),
+            }),
+            (2, Undo::RemoveTaint {
+                node: "w1".into(),
+                key: "node.kubernetes.io/out-of-service".into(),
+            }),
+        ];
+        let owned = Owned::of_pending(&actions);
+        assert!(owned.has_run_namespace(&ns("nd-x-1-aaaaa", serde_json::json!({}))));
+        assert!(!owned.has_run_namespace(&ns("nd-y-1-bbbbb", serde_json::json!({}))));
+        assert!(owned.has_agent_namespace(&ns(
+            "nd-agent-w1",
+            serde_json::json!({"nodedown.dev/agent-node": "w1"})
+        )));
+        assert!(!owned.has_agent_namespace(&ns(
+            "nd-agent-w2",
+            serde_json::json!({"nodedown.dev/agent-node": "w2"})
+        )));
+        // Nothing named: nothing waited for (not everyone's).
+        let none = Owned::of_pending(&[]);
+        assert!(!none.has_run_namespace(&ns("nd-y-1-bbbbb", serde_json::json!({}))));
     }
 }

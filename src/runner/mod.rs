@@ -9,6 +9,7 @@ mod env;
 pub mod heal;
 mod lifecycle;
 mod progress;
+pub mod schedule;
 pub mod simulated;
 
 pub use env::{
@@ -126,6 +127,12 @@ pub struct RunSettings {
     pub ack_interval: crate::observe::AckInterval,
     /// The node nodedown itself runs on (in the cluster): never faulted, no workload there.
     pub runner_node: Option<String>,
+    /// The nodes the invocation is confined to (`--nodes`); none: the whole cluster. A run
+    /// in a lane is confined to the lane's, which are among them.
+    pub nodes: Option<Vec<String>>,
+    /// The invocation's id: the label of the namespaces its runs make, so that its last wait
+    /// sees only its own (another invocation may be running on other nodes).
+    pub invocation: String,
 }
 
 /// A healer for the cluster of `env`.
@@ -257,6 +264,16 @@ impl Interrupt {
             }
         });
         Interrupt { rx, tx }
+    }
+
+    /// One that no signal reaches, stopped only by [`Interrupt::stop`] (the scheduler's tests).
+    #[cfg(test)]
+    pub fn without_signals() -> Interrupt {
+        let (tx, rx) = tokio::sync::watch::channel((0, None));
+        Interrupt {
+            rx,
+            tx: Arc::new(tx),
+        }
     }
 
     /// Stops the runs for another reason than a signal (counts as one).
@@ -394,7 +411,7 @@ struct Steps {
     dir: PathBuf,
     progress: Progress,
     background: Background,
-    /// The lane the run goes in (none: the whole cluster).
+    /// The lane the run goes in (none: the invocation's nodes).
     lane: Option<Lane>,
 }
 
@@ -509,6 +526,15 @@ impl Steps {
         }
     }
 
+    /// The nodes this run is confined to: its lane's, else the invocation's (`--nodes`);
+    /// none: the whole cluster.
+    fn confined(&self) -> Option<&[String]> {
+        self.lane
+            .as_ref()
+            .map(|l| l.nodes.as_slice())
+            .or(self.settings.nodes.as_deref())
+    }
+
     fn note(&self, message: String) {
         self.recorder.record(EventKind::Note { message });
     }
@@ -528,9 +554,10 @@ impl Steps {
                 .map_err(api_err("list nodes"))?;
             // In a lane: its own nodes and the control plane every lane shares; another lane's
             // node down is that lane's failover, not a degraded cluster.
-            let mine: Vec<Node> = match &self.lane {
+            // Confined to some nodes (`--nodes`): those and the control plane, likewise.
+            let mine: Vec<Node> = match self.confined() {
                 None => list.items,
-                Some(lane) => list
+                Some(nodes) => list
                     .items
                     .into_iter()
                     .filter(|n| {
@@ -538,7 +565,7 @@ impl Steps {
                             || n.metadata
                                 .name
                                 .as_ref()
-                                .is_some_and(|name| lane.nodes.contains(name))
+                                .is_some_and(|name| nodes.contains(name))
                     })
                     .collect(),
             };
@@ -571,8 +598,8 @@ impl Steps {
         workload: &Workload,
         steady: &Steady,
     ) -> Result<(), StepError> {
-        let mut nodes = match &self.lane {
-            Some(lane) => lane.nodes.clone(),
+        let mut nodes = match self.confined() {
+            Some(nodes) => nodes.to_vec(),
             None => {
                 let list = Api::<Node>::all(self.client.clone())
                     .list(&ListParams::default())
@@ -617,7 +644,7 @@ impl Steps {
         }
         if let (false, Some(first)) = (
             target.several(),
-            self.lane.as_ref().and_then(|l| l.nodes.first()),
+            self.confined().and_then(|nodes| nodes.first()),
         ) {
             return Ok(vec![first.clone()]);
         }
@@ -639,7 +666,10 @@ impl Steps {
             })
             .collect();
         let mut workers = heal::schedulable_workers(&in_zone);
-        workers.retain(|w| Some(w) != self.settings.runner_node.as_ref());
+        workers.retain(|w| {
+            Some(w) != self.settings.runner_node.as_ref()
+                && self.confined().is_none_or(|nodes| nodes.contains(w))
+        });
         workers.sort();
         match zone {
             Some(z) if workers.is_empty() => Err(StepError::Precondition(format!(
@@ -661,13 +691,10 @@ impl Steps {
             image: self.settings.image.0.clone(),
             preloaded: self.settings.image.1,
             storage: self.settings.storage.clone(),
-            nodes: self
-                .lane
-                .as_ref()
-                .map(|l| l.nodes.clone())
-                .unwrap_or_default(),
+            nodes: self.confined().map(<[String]>::to_vec).unwrap_or_default(),
             homes: self.homes().await?,
             avoid: self.settings.runner_node.clone(),
+            invocation: Some(self.settings.invocation.clone()),
         };
         self.progress
             .step(&format!("setup: namespace {}", workload.namespace));
@@ -675,6 +702,7 @@ impl Steps {
             namespace: workload.namespace.clone(),
             lane: self.lane.as_ref().map(|l| l.index),
             nodes: workload.nodes.clone(),
+            confined: self.settings.nodes.is_some(),
         });
         let watch = Watch {
             recorder: self.recorder.clone(),

@@ -214,6 +214,10 @@ pub enum EventKind {
         /// The nodes the workload is confined to (empty: the whole cluster).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         nodes: Vec<String>,
+        /// The invocation was confined to some of the cluster's nodes (`--nodes`): another
+        /// invocation may run on the others meanwhile, unseen by this one.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        confined: bool,
     },
     /// A claim of the run's namespace is bound to a PersistentVolume (`spec.volumeName`).
     ClaimBound { claim: String, pv: String },

@@ -384,6 +384,7 @@ mod tests {
                 namespace: "ns".into(),
                 lane: None,
                 nodes: vec![],
+                confined: false,
             },
         )];
         for (i, n) in NAMES.iter().enumerate() {
@@ -576,6 +577,7 @@ mod tests {
                 namespace: "ns".into(),
                 lane: None,
                 nodes: vec![],
+                confined: false,
             },
         )];
         for (i, node) in ["w1", "w2", "w3"].iter().enumerate() {

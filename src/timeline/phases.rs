@@ -345,6 +345,9 @@ pub struct Timeline {
     pub namespace: Option<String>,
     pub lane: Option<u32>,
     pub lane_nodes: Vec<String>,
+    /// The invocation was confined to some nodes (`--nodes`): other invocations may have run
+    /// beside it on the others.
+    pub confined: bool,
 }
 
 impl Timeline {
@@ -628,10 +631,12 @@ impl Tracker {
                 namespace,
                 lane,
                 nodes,
+                confined,
             } => {
                 self.tl.namespace = Some(namespace.clone());
                 self.tl.lane = *lane;
                 self.tl.lane_nodes = nodes.clone();
+                self.tl.confined = *confined;
             }
             EventKind::ClaimBound { pv, .. } => {
                 self.volumes.insert(pv.clone());
@@ -1697,6 +1702,7 @@ pub(crate) mod tests {
                         namespace: "nd-a-1-abcde".into(),
                         lane: Some(2),
                         nodes: vec!["w3".into(), "w4".into()],
+                        confined: false,
                     },
                 ));
             }

@@ -31,9 +31,16 @@ pub fn pod_selector(kind: WorkloadKind) -> String {
     format!("app={}", app_name(kind))
 }
 
-pub fn namespace(name: &str, run_id: &str) -> Namespace {
+/// A run's namespace, labelled with its run and, where given, the invocation that made it
+/// (whose last wait then sees only its own namespaces).
+pub fn namespace(name: &str, run_id: &str, invocation: Option<&str>) -> Namespace {
+    let mut labels = serde_json::Map::new();
+    labels.insert(RUN_LABEL.into(), label_value(run_id).into());
+    if let Some(id) = invocation {
+        labels.insert(crate::vocab::INVOCATION_LABEL.into(), id.into());
+    }
     serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {RUN_LABEL: label_value(run_id)}}
+        "metadata": {"name": name, "labels": labels}
     }))
     .expect("valid Namespace")
 }
@@ -184,6 +191,8 @@ pub struct Workload {
     /// A node the pods must never run on: the one nodedown itself runs on, in the cluster
     /// (required node affinity `NotIn`).
     pub avoid: Option<String>,
+    /// The invocation that deploys it (the label of its namespace).
+    pub invocation: Option<String>,
 }
 
 /// How long reading a ledger through the API server's pod proxy may take: a few hundred KB
@@ -216,7 +225,10 @@ impl Workload {
         let ns = &self.namespace;
         jrec(Undo::DeleteNamespace { name: ns.clone() })?;
         Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace(ns, &self.run_id))
+            .create(
+                &PostParams::default(),
+                &namespace(ns, &self.run_id, self.invocation.as_deref()),
+            )
             .await
             .map_err(api(format!("create namespace {ns}")))?;
         let class = self.spec.storage_class.as_str();
@@ -882,6 +894,7 @@ mod tests {
             nodes: vec![],
             homes: vec![],
             avoid: None,
+            invocation: None,
         };
         assert_eq!(w.volume_owners(), vec!["ledger".to_string()]);
         assert_eq!(w.target_pod("ledger-0"), None);
@@ -970,6 +983,7 @@ mod tests {
             nodes: vec!["w1".into(), "w2".into()],
             homes: vec!["w1".into()],
             avoid: Some("w2".into()),
+            invocation: Some("inv1".into()),
         };
         assert_eq!(w.instance_names(), ["ledger", "ledger-i1", "ledger-i2"]);
         assert_eq!(
@@ -1067,5 +1081,19 @@ mod tests {
             spec.claim_ref.unwrap().name.as_deref(),
             Some("data-ledger-0")
         );
+    }
+
+    #[test]
+    fn a_runs_namespace_names_its_run_and_the_invocation_that_made_it() {
+        let ns = namespace("nd-e-v-1-aaaaa", "e/v/1", Some("0123456789ab"));
+        let labels = ns.metadata.labels.unwrap();
+        assert_eq!(labels[RUN_LABEL], "e.v.1");
+        assert_eq!(labels[crate::vocab::INVOCATION_LABEL], "0123456789ab");
+        let bare = namespace("nd-e-v-1-aaaaa", "e/v/1", None);
+        assert!(!bare
+            .metadata
+            .labels
+            .unwrap()
+            .contains_key(crate::vocab::INVOCATION_LABEL));
     }
 }

@@ -350,6 +350,7 @@ async fn watch(
         namespace: ns.clone(),
         lane: None,
         nodes: vec![],
+        confined: false,
     });
     tasks.watches = crate::observe::spawn_watchers(
         client.clone(),

@@ -177,7 +177,7 @@ pub(super) async fn place(
     namespaces
         .create(
             &PostParams::default(),
-            &crate::workload::namespace(&ns, &run.id),
+            &crate::workload::namespace(&ns, &run.id, None),
         )
         .await
         .map_err(api_err(format!("create namespace {ns}")))?;
