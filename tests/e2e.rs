@@ -3426,10 +3426,12 @@ fn the_bundle_runs_qualify_in_the_cluster_and_brings_the_sheet_back() {
 /// class is gone afterwards (its journal healed). With FromName also the row whose node stays
 /// down: no pod answers for the ledger (a provisioned volume is read through its pod), so the
 /// read gives up after its timeout instead of holding the run (it held it for minutes), and the
-/// row, which expects no recovery, passes.
+/// row, which expects no recovery, passes. It holds the whole cluster: the FromFile class binds
+/// Immediate on a zonal driver, which nodedown refuses to confine to some nodes (a volume may
+/// get a zone none of them is in: `runner::schedule::unconfinable`).
 #[test]
 fn qualify_makes_the_class_of_from_name_and_from_file_and_deletes_it() {
-    let _g = lane();
+    let _g = lock_cluster();
     let out = tempdir();
     for (fixture, rows) in [
         ("vendor-fromname.yaml", "pod-delete,power-off-none"),

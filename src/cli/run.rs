@@ -1046,6 +1046,7 @@ impl Invocation<'_> {
             self.runs,
             args.parallel,
             args.allow_control_plane,
+            settings.nodes.is_some(),
         )
         .await;
         let nodes = match kube::Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
@@ -1058,6 +1059,12 @@ impl Invocation<'_> {
                 return Err(EXIT_HARNESS);
             }
         };
+        if let Some(scope) = &settings.nodes {
+            if let Some(why) = runner::schedule::unconfinable(&sharing, self.runs, &nodes, scope) {
+                error(format!("--nodes: nothing was run: {why}"));
+                return Err(EXIT_BAD_INPUT);
+            }
+        }
         let lanes = match runner::schedule::form_lanes(
             &nodes,
             self.runs,

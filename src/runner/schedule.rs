@@ -78,15 +78,17 @@ pub fn form_lanes(
 /// What decides whether a run can share the cluster: `--allow-control-plane`, and the classes
 /// of the runs that get their volumes' zones before their pods (read from each class and its
 /// driver's CSINodes; a class not read is taken to be laneable). Nothing is read for
-/// `--parallel 1`.
+/// `--parallel 1` unless the invocation is `confined` to some nodes (`--nodes`), where such a
+/// class cannot run at all ([`unconfinable`]).
 pub async fn sharing(
     client: &Client,
     runs: &[PlannedRun],
     parallel: Parallel,
     allow_control_plane: bool,
+    confined: bool,
 ) -> Sharing {
     let mut sharing = Sharing::new(allow_control_plane);
-    if parallel == Parallel::Lanes(1) {
+    if parallel == Parallel::Lanes(1) && !confined {
         return sharing;
     }
     let classes: std::collections::BTreeSet<&str> = runs
@@ -108,6 +110,35 @@ pub async fn sharing(
         }
     }
     sharing
+}
+
+/// Why an invocation confined to `scope` (`--nodes`) cannot carry out its runs, if it cannot
+/// (pure): a class whose volumes get their zone before their pods are placed may put a volume
+/// in a zone none of those nodes is in, where no pod of the run may go — unless the scope holds
+/// every schedulable worker of `nodes` (then it confines nothing).
+pub fn unconfinable(
+    sharing: &Sharing,
+    runs: &[PlannedRun],
+    nodes: &[Node],
+    scope: &[String],
+) -> Option<String> {
+    let workers = heal::schedulable_workers(nodes);
+    if workers.iter().all(|w| scope.contains(w)) {
+        return None;
+    }
+    let why: Vec<String> = runs
+        .iter()
+        .filter_map(|r| sharing.early_zone.get(&r.workload.storage_class))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    (!why.is_empty()).then(|| {
+        format!(
+            "{}: a volume's zone is chosen before its pod is placed, and it may be a zone none of these nodes is in, where no pod of the run may go. Give the class volumeBindingMode: WaitForFirstConsumer, or run without --nodes",
+            why.join("; ")
+        )
+    })
 }
 
 /// Runs every run: in plan order, each in the first free lane, a run that needs the cluster
@@ -281,6 +312,25 @@ mod tests {
             form_lanes(&nodes, &runs, &sharing, Parallel::Lanes(1), None, None),
             Lanes::NotAsked
         );
+    }
+
+    #[test]
+    fn a_class_that_picks_its_zone_first_cannot_be_confined_to_some_nodes() {
+        let nodes = testenv();
+        let runs = runs(1);
+        let mut sharing = Sharing::new(false);
+        let pair: Vec<String> = ["w1", "w2"].map(String::from).to_vec();
+        assert_eq!(unconfinable(&sharing, &runs, &nodes, &pair), None);
+        sharing.early_zone.insert(
+            runs[0].workload.storage_class.clone(),
+            "StorageClass x binds Immediate and its driver publishes the topology keys topology.kubernetes.io/zone on its CSINodes".into(),
+        );
+        let why = unconfinable(&sharing, &runs, &nodes, &pair).unwrap();
+        assert!(why.starts_with("StorageClass x binds Immediate"), "{why}");
+        assert!(why.contains("WaitForFirstConsumer"), "{why}");
+        // Every worker in scope: it confines nothing, so nothing to refuse.
+        let all: Vec<String> = (1..=6).map(|i| format!("w{i}")).collect();
+        assert_eq!(unconfinable(&sharing, &runs, &nodes, &all), None);
     }
 
     /// The loop over stand-in runs (futures that sleep): never two runs in one lane at once,
