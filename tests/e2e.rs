@@ -808,21 +808,12 @@ fn sigkill_then_cleanup_heals_the_cluster() {
 #[test]
 fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
     use std::io::BufRead;
-    let _g = lock_cluster();
-    // A run namespace that stays Terminating until this test lets it go (a finalizer of the
-    // test's own), so the final wait lasts as long as the test needs, whatever the cluster's
-    // pace (a smoke run's own namespace can be gone before a signal arrives).
+    let _g = lane();
+    // A namespace of this invocation's that stays Terminating until this test lets it go (a
+    // finalizer of the test's own, the invocation's label, which the invocation names when it
+    // starts), so the final wait lasts as long as the test needs, whatever the cluster's pace
+    // (a smoke run's own namespace can be gone before a signal arrives).
     let hold = format!("nd-e2e-hold-{}", std::process::id());
-    let made = kubectl(
-        &["apply", "-f", "-"],
-        Some(&format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {hold}\n  labels: {{{}: e2e-hold}}\n  finalizers: [nodedown.dev/e2e-hold]\n",
-            nodedown::workload::RUN_LABEL
-        )),
-    );
-    assert!(made.status.success(), "{made:?}");
-    let deleted = kubectl(&["delete", "namespace", &hold, "--wait=false"], None);
-    assert!(deleted.status.success(), "{deleted:?}");
     struct Release<'a>(&'a dyn Fn());
     impl Drop for Release<'_> {
         fn drop(&mut self) {
@@ -862,6 +853,24 @@ fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
     for line in lines.by_ref() {
         let line = line.unwrap();
         eprintln!("{line}");
+        if let Some(id) = line
+            .split("invocation ")
+            .nth(1)
+            .and_then(|rest| rest.split(':').next())
+            .filter(|id| id.len() == 12 && id.chars().all(|c| c.is_ascii_hexdigit()))
+        {
+            let made = kubectl(
+                &["apply", "-f", "-"],
+                Some(&format!(
+                    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {hold}\n  labels: {{{}: e2e-hold, {}: {id}}}\n  finalizers: [nodedown.dev/e2e-hold]\n",
+                    nodedown::workload::RUN_LABEL,
+                    nodedown::vocab::INVOCATION_LABEL
+                )),
+            );
+            assert!(made.status.success(), "{made:?}");
+            let deleted = kubectl(&["delete", "namespace", &hold, "--wait=false"], None);
+            assert!(deleted.status.success(), "{deleted:?}");
+        }
         if line.contains("waiting for the runs' namespaces to finish terminating") {
             // SAFETY: plain kill(2) on our own child.
             assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
@@ -882,7 +891,7 @@ fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
     release();
     wait_until(
         Duration::from_secs(90),
-        || nodedown_namespaces().is_empty(),
+        || nodedown_namespaces().is_empty() && namespaces(&hold, false).is_empty(),
         "the run namespaces went by themselves",
     );
 }
@@ -3550,11 +3559,13 @@ fn qualify_one_row(fixture: &str, row: &str, out: &Path) -> (String, serde_json:
 #[test]
 fn qualify_runs_the_volume_limits_row_onto_full_nodes() {
     let _g = lane();
-    // The limit as the kubelet recorded it from the driver, read here, not by nodedown.
-    let csinode = kubectl_json(&["get", "csinode", "nodedown-worker", "-o", "json"]);
+    // The limit as the kubelet recorded it from the driver, read here, not by nodedown: on a
+    // node of this test's lane (another lane's may be restarting, its drivers not registered).
+    let node = SCOPE.get().expect("a lane")[0].clone();
+    let csinode = kubectl_json(&["get", "csinode", &node, "-o", "json"]);
     let limit = csinode["spec"]["drivers"]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("{node}'s CSINode lists its drivers: {csinode}"))
         .iter()
         .find(|d| d["name"] == "limits.csi.nodedown.dev")
         .and_then(|d| d["allocatable"]["count"].as_u64())

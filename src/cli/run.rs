@@ -913,8 +913,13 @@ impl Invocation<'_> {
                     return Err(EXIT_HARNESS);
                 }
             };
+        let id = crate::cluster::lock::invocation_id(&out_abs);
+        step(&format!(
+            "invocation {id}: its runs' namespaces carry the label {}={id}",
+            crate::vocab::INVOCATION_LABEL
+        ));
         let owned = runner::heal::Owned {
-            invocation: Some(crate::cluster::lock::invocation_id(&out_abs)),
+            invocation: Some(id),
             namespaces: vec![],
             nodes: Some(lock_nodes),
         };
