@@ -338,13 +338,13 @@ fn nodedown_namespaces() -> Vec<String> {
 /// The lock's Leases on the test cluster (`nodedown-node-<node>`): in a lane test, those of
 /// the lane's nodes.
 fn lock_leases() -> Vec<String> {
-    let all: Vec<String> = kubectl_json(&["-n", "default", "get", "leases", "-l", "nodedown.dev/lock"])
-        ["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|l| l["metadata"]["name"].as_str().map(String::from))
-        .collect();
+    let all: Vec<String> =
+        kubectl_json(&["-n", "default", "get", "leases", "-l", "nodedown.dev/lock"])["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l["metadata"]["name"].as_str().map(String::from))
+            .collect();
     match SCOPE.get() {
         None => all,
         Some(lane) => all
@@ -598,7 +598,12 @@ fn invocations_on_disjoint_nodes_run_at_once_and_an_overlapping_one_is_refused()
     let pairs = [&workers[0..2], &workers[2..4]];
     let spawn = |nodes: &[String], name: &str| {
         nodedown()
-            .args(["run", "experiments/smoke.yaml", "--cluster-name", &cluster_name()])
+            .args([
+                "run",
+                "experiments/smoke.yaml",
+                "--cluster-name",
+                &cluster_name(),
+            ])
             .args(["--nodes", &nodes.join(","), "--out"])
             .arg(out.path().join(name))
             .stdout(Stdio::null())
@@ -618,7 +623,12 @@ fn invocations_on_disjoint_nodes_run_at_once_and_an_overlapping_one_is_refused()
     let control_plane = format!("{}-control-plane", cluster_name());
     let overlap = [workers[1].clone(), control_plane.clone()];
     let third = nodedown()
-        .args(["run", "experiments/smoke.yaml", "--cluster-name", &cluster_name()])
+        .args([
+            "run",
+            "experiments/smoke.yaml",
+            "--cluster-name",
+            &cluster_name(),
+        ])
         .args(["--nodes", &overlap.join(","), "--out"])
         .arg(out.path().join("third"))
         .output()
@@ -627,8 +637,10 @@ fn invocations_on_disjoint_nodes_run_at_once_and_an_overlapping_one_is_refused()
     assert_eq!(third.status.code(), Some(3), "refused: {said}");
     let holder = std::fs::canonicalize(out.path().join("first")).unwrap();
     assert!(
-        said.contains(&format!("node {} is taken by another nodedown invocation", workers[1]))
-            && said.contains(&holder.display().to_string()),
+        said.contains(&format!(
+            "node {} is taken by another nodedown invocation",
+            workers[1]
+        )) && said.contains(&holder.display().to_string()),
         "names the node and its holder: {said}"
     );
     assert!(
@@ -1052,7 +1064,11 @@ fn a_lock_taken_away_mid_run_stops_heals_and_exits_3() {
     );
     // One of its Leases, as another tool or a person would delete it.
     let leases = lock_leases();
-    assert_eq!(leases.len(), 2, "one Lease per node of the lane: {leases:?}");
+    assert_eq!(
+        leases.len(),
+        2,
+        "one Lease per node of the lane: {leases:?}"
+    );
     let deleted = kubectl(&["-n", "default", "delete", "lease", &leases[0]], None);
     assert!(deleted.status.success(), "{deleted:?}");
     let status = child.wait().unwrap();
@@ -2159,7 +2175,11 @@ fn sigkill_during_a_freeze_then_cleanup_thaws_the_node() {
         // This lane's node containers (another lane's test may freeze its own).
         String::from_utf8_lossy(&out.stdout)
             .lines()
-            .filter(|n| SCOPE.get().is_none_or(|lane| lane.iter().any(|l| l == n.trim())))
+            .filter(|n| {
+                SCOPE
+                    .get()
+                    .is_none_or(|lane| lane.iter().any(|l| l == n.trim()))
+            })
             .collect::<Vec<_>>()
             .join("\n")
     };

@@ -877,22 +877,21 @@ impl Invocation<'_> {
         }
         // The nodes this invocation may use (`--nodes`, each a node of this cluster) and their
         // locks: one invocation per node, refused before anything is deployed or faulted.
-        let cluster_nodes = match kube::Api::<k8s_openapi::api::core::v1::Node>::all(
-            env.client.clone(),
-        )
-        .list(&Default::default())
-        .await
-        {
-            Ok(list) => list
-                .items
-                .into_iter()
-                .filter_map(|n| n.metadata.name)
-                .collect::<Vec<_>>(),
-            Err(e) => {
-                error(format!("cannot list the cluster's nodes: {e}"));
-                return Err(EXIT_HARNESS);
-            }
-        };
+        let cluster_nodes =
+            match kube::Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
+                .list(&Default::default())
+                .await
+            {
+                Ok(list) => list
+                    .items
+                    .into_iter()
+                    .filter_map(|n| n.metadata.name)
+                    .collect::<Vec<_>>(),
+                Err(e) => {
+                    error(format!("cannot list the cluster's nodes: {e}"));
+                    return Err(EXIT_HARNESS);
+                }
+            };
         let scope = match crate::plan::lanes::scope(&self.args.nodes, &cluster_nodes) {
             Ok(scope) => scope,
             Err(e) => {

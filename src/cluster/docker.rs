@@ -401,7 +401,10 @@ mod tests {
         let other = died("nodedown-worker3", "b2", 1_000_000_000 + 10_000_000);
         let own = died("nodedown-worker", "a1", 1_000_000_000 + 135_000_000);
         assert_eq!(death_of(&other, "nodedown-worker", requested), None);
-        assert_eq!(death_of(&own, "nodedown-worker", requested), Some(at(1_135)));
+        assert_eq!(
+            death_of(&own, "nodedown-worker", requested),
+            Some(at(1_135))
+        );
         // Before the kill was asked for: an earlier death, not this one.
         let earlier = died("nodedown-worker", "a1", 999_000_000);
         assert_eq!(death_of(&earlier, "nodedown-worker", requested), None);

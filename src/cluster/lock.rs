@@ -191,7 +191,11 @@ fn lease(
             name: Some(name.into()),
             namespace: Some(LOCK_NAMESPACE.into()),
             resource_version,
-            labels: Some([(LOCK_LABEL.to_string(), "node".to_string())].into_iter().collect()),
+            labels: Some(
+                [(LOCK_LABEL.to_string(), "node".to_string())]
+                    .into_iter()
+                    .collect(),
+            ),
             annotations: Some(
                 [
                     (OUT_ANNOTATION.to_string(), out.display().to_string()),
@@ -546,7 +550,14 @@ mod tests {
         // The holder's clock is an hour ahead of ours, or a day behind: renewTime says nothing.
         for skew in [3_600, -86_400] {
             let l = renewed(
-                &lease("nodedown-node-w1", "w1", "nodedown pid 7 on ci", out, at(1_000), None),
+                &lease(
+                    "nodedown-node-w1",
+                    "w1",
+                    "nodedown pid 7 on ci",
+                    out,
+                    at(1_000),
+                    None,
+                ),
                 1_000_000 + skew,
                 "1",
             );
@@ -643,7 +654,10 @@ mod tests {
 
     #[test]
     fn a_nodes_lease_is_named_after_it_and_a_long_name_is_cut_with_a_digest() {
-        assert_eq!(lease_name("nodedown-worker3"), "nodedown-node-nodedown-worker3");
+        assert_eq!(
+            lease_name("nodedown-worker3"),
+            "nodedown-node-nodedown-worker3"
+        );
         let long = format!("{}.example.com", "a".repeat(245));
         let name = lease_name(&long);
         assert!(name.len() <= 253, "{}", name.len());

@@ -655,13 +655,19 @@ mod tests {
     #[test]
     fn a_cleanup_waits_for_what_its_journals_name() {
         let actions = vec![
-            (1, Undo::DeleteNamespace {
-                name: "nd-x-1-aaaaa".into(),
-            }),
-            (2, Undo::RemoveTaint {
-                node: "w1".into(),
-                key: "node.kubernetes.io/out-of-service".into(),
-            }),
+            (
+                1,
+                Undo::DeleteNamespace {
+                    name: "nd-x-1-aaaaa".into(),
+                },
+            ),
+            (
+                2,
+                Undo::RemoveTaint {
+                    node: "w1".into(),
+                    key: "node.kubernetes.io/out-of-service".into(),
+                },
+            ),
         ];
         let owned = Owned::of_pending(&actions);
         assert!(owned.has_run_namespace(&ns("nd-x-1-aaaaa", serde_json::json!({}))));
