@@ -877,21 +877,21 @@ impl Invocation<'_> {
         }
         // The nodes this invocation may use (`--nodes`, each a node of this cluster) and their
         // locks: one invocation per node, refused before anything is deployed or faulted.
-        let cluster_nodes =
-            match kube::Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
-                .list(&Default::default())
-                .await
-            {
-                Ok(list) => list
-                    .items
-                    .into_iter()
-                    .filter_map(|n| n.metadata.name)
-                    .collect::<Vec<_>>(),
-                Err(e) => {
-                    error(format!("cannot list the cluster's nodes: {e}"));
-                    return Err(EXIT_HARNESS);
-                }
-            };
+        // One reading of the Nodes serves the lock and, later, the lanes.
+        let nodes = match kube::Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
+            .list(&Default::default())
+            .await
+        {
+            Ok(list) => list.items,
+            Err(e) => {
+                error(format!("cannot list the cluster's nodes: {e}"));
+                return Err(EXIT_HARNESS);
+            }
+        };
+        let cluster_nodes: Vec<String> = nodes
+            .iter()
+            .filter_map(|n| n.metadata.name.clone())
+            .collect();
         let scope = match crate::plan::lanes::scope(&self.args.nodes, &cluster_nodes) {
             Ok(scope) => scope,
             Err(e) => {
@@ -918,6 +918,7 @@ impl Invocation<'_> {
             crate::vocab::INVOCATION_LABEL
         ));
         let owned = runner::heal::Owned {
+            every: false,
             invocation: Some(id),
             namespaces: vec![],
             nodes: Some(lock_nodes),
@@ -929,7 +930,7 @@ impl Invocation<'_> {
             let why = lost.await;
             interrupt.stop(runner::Stop::LockLost(why));
         });
-        let result = self.locked(env, scope, &owned).await;
+        let result = self.locked(env, &nodes, scope, &owned).await;
         watch_lock.abort();
         lock.release().await;
         result
@@ -940,6 +941,7 @@ impl Invocation<'_> {
     async fn locked(
         &self,
         env: &Env,
+        nodes: &[k8s_openapi::api::core::v1::Node],
         scope: Option<Vec<String>>,
         owned: &runner::heal::Owned,
     ) -> Result<Invoked, u8> {
@@ -979,7 +981,7 @@ impl Invocation<'_> {
                 (inv.interrupted, 1, Some(inv), Some(sim))
             }
             _ => {
-                let (interrupted, lanes) = self.real(env, scope, owned).await?;
+                let (interrupted, lanes) = self.real(env, nodes, scope, owned).await?;
                 (interrupted, lanes, None, None)
             }
         };
@@ -1009,6 +1011,7 @@ impl Invocation<'_> {
     async fn real(
         &self,
         env: &Env,
+        nodes: &[k8s_openapi::api::core::v1::Node],
         scope: Option<Vec<String>>,
         owned: &runner::heal::Owned,
     ) -> Result<(bool, u32), u8> {
@@ -1053,24 +1056,14 @@ impl Invocation<'_> {
             settings.nodes.is_some(),
         )
         .await;
-        let nodes = match kube::Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
-            .list(&Default::default())
-            .await
-        {
-            Ok(list) => list.items,
-            Err(e) => {
-                error(format!("cannot form lanes: list nodes: {e}"));
-                return Err(EXIT_HARNESS);
-            }
-        };
         if let Some(scope) = &settings.nodes {
-            if let Some(why) = runner::schedule::unconfinable(&sharing, self.runs, &nodes, scope) {
+            if let Some(why) = runner::schedule::unconfinable(&sharing, self.runs, nodes, scope) {
                 error(format!("--nodes: nothing was run: {why}"));
                 return Err(EXIT_BAD_INPUT);
             }
         }
         let lanes = match runner::schedule::form_lanes(
-            &nodes,
+            nodes,
             self.runs,
             &sharing,
             args.parallel,

@@ -139,14 +139,19 @@ fn identity(out: &Path) -> String {
 /// A new id for the invocation writing to `out`: the label of what it makes that outlives a
 /// run (its runs' namespaces), 12 hex digits of a digest of who it is and when it started.
 pub fn invocation_id(out: &Path) -> String {
-    use sha2::{Digest, Sha256};
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_nanos();
-    Sha256::digest(format!("{} {now}", identity(out)).as_bytes())
+    hex_digest(&format!("{} {now}", identity(out)), 6)
+}
+
+/// The first `bytes` bytes of the SHA-256 of `text`, in hex.
+fn hex_digest(text: &str, bytes: usize) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
         .iter()
-        .take(6)
+        .take(bytes)
         .map(|b| format!("{b:02x}"))
         .collect()
 }
@@ -158,12 +163,7 @@ pub fn lease_name(node: &str) -> String {
     if name.len() <= 253 {
         return name;
     }
-    use sha2::{Digest, Sha256};
-    let digest: String = Sha256::digest(node.as_bytes())
-        .iter()
-        .take(5)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = hex_digest(node, 5);
     format!("{}-{digest}", &name[..253 - digest.len() - 1])
         .trim_end_matches(['-', '.'])
         .to_string()

@@ -363,11 +363,14 @@ fn ignore_missing(r: Result<(), kube::Error>, what: String) -> Result<(), HealFa
 /// another invocation confined to other nodes of the same cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Owned {
+    /// Every nodedown namespace (a cluster nodedown alone uses: the simulated one).
+    pub every: bool,
     /// Run namespaces labelled with this invocation id.
     pub invocation: Option<String>,
     /// Run namespaces by name (a cleanup's, from its journals).
     pub namespaces: Vec<String>,
-    /// The nodes whose agents' namespaces are waited for; none: every node's.
+    /// The nodes whose agents' namespaces are waited for; none: every node's (also with
+    /// `every`).
     pub nodes: Option<Vec<String>>,
 }
 
@@ -375,12 +378,15 @@ impl Owned {
     /// Everything of every nodedown invocation (a cluster nodedown alone uses: the simulated
     /// one).
     pub fn every() -> Owned {
-        Owned::default()
+        Owned {
+            every: true,
+            ..Owned::default()
+        }
     }
 
     /// Whether the run namespace `ns` is waited for (pure).
     pub fn has_run_namespace(&self, ns: &Namespace) -> bool {
-        if self.invocation.is_none() && self.namespaces.is_empty() {
+        if self.every {
             return true;
         }
         let name = ns.metadata.name.as_deref().unwrap_or("");
@@ -425,10 +431,6 @@ impl Owned {
                 }
                 _ => {}
             }
-        }
-        // A cleanup that names no run namespace waits for none (not for everyone's).
-        if owned.namespaces.is_empty() {
-            owned.namespaces.push(String::new());
         }
         owned
     }
@@ -639,6 +641,7 @@ mod tests {
             )
         };
         let owned = Owned {
+            every: false,
             invocation: Some("abc".into()),
             namespaces: vec![],
             nodes: Some(vec!["w1".into(), "w2".into()]),
