@@ -874,7 +874,7 @@ fn sigint_during_the_final_wait_exits_130_with_the_cluster_healed() {
             let made = kubectl(
                 &["apply", "-f", "-"],
                 Some(&format!(
-                    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {hold}\n  labels: {{{}: e2e-hold, {}: {id}}}\n  finalizers: [nodedown.dev/e2e-hold]\n",
+                    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {hold}\n  labels: {{{}: e2e-hold, {}: \"{id}\"}}\n  finalizers: [nodedown.dev/e2e-hold]\n",
                     nodedown::workload::RUN_LABEL,
                     nodedown::vocab::INVOCATION_LABEL
                 )),
