@@ -78,6 +78,7 @@ fn stream(names: &[String]) -> Vec<Event> {
                 namespace: ns.into(),
                 lane: None,
                 nodes: vec![],
+                confined: false,
             },
         ),
     ];

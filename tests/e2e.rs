@@ -1766,7 +1766,7 @@ fn existing_cluster_by_kubeconfig_is_guarded_and_faulted_through_power_hooks() {
     assert_eq!(dry.status.code(), Some(0));
     let text = String::from_utf8_lossy(&dry.stdout);
     assert!(
-        text.contains("fault: power off the node of writer-0"),
+        text.contains("fault: power off the node of ledger-0"),
         "{text}"
     );
     assert!(nodedown_namespaces().is_empty(), "dry run created nothing");

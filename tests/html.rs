@@ -56,7 +56,7 @@ fn report_html_makes_no_request() {
             "report",
             "--format",
             "html",
-            "-o",
+            "--output-file",
             "-",
             "tests/fixtures/runs/attach-detach",
         ])
@@ -96,7 +96,7 @@ fn report_html_renders_in_headless_chromium() {
             "report",
             "--format",
             "html",
-            "-o",
+            "--output-file",
             "-",
             "tests/fixtures/runs/network-partition",
         ])

@@ -207,11 +207,28 @@ fn every_recorded_runs_metrics_are_well_formed_and_say_what_results_json_says() 
                     value(&samples, "nodedown_run_recovery", variant, &l),
                     Some(1.0)
                 );
-                match outcome["data"].as_str() {
-                    Some(d) => {
-                        let mut l = at.to_vec();
-                        l.push(("data", d));
-                        assert_eq!(value(&samples, "nodedown_run_data", variant, &l), Some(1.0));
+                // Every harm its own series at 1, the others 0: none merged into another.
+                match outcome["data"].as_array() {
+                    Some(harms) => {
+                        let harms: Vec<&str> = harms.iter().map(|d| d.as_str().unwrap()).collect();
+                        for d in [
+                            "intact",
+                            "split-brain",
+                            "lost-writes",
+                            "corrupt",
+                            "failed",
+                            "undecided",
+                        ] {
+                            let mut l = at.to_vec();
+                            l.push(("data", d));
+                            let want = if harms.contains(&d) { 1.0 } else { 0.0 };
+                            assert_eq!(
+                                value(&samples, "nodedown_run_data", variant, &l),
+                                Some(want),
+                                "{} {variant} {d}",
+                                dir.display()
+                            );
+                        }
                     }
                     None => assert_eq!(value(&samples, "nodedown_run_data", variant, &at), None),
                 }

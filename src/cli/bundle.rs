@@ -366,6 +366,8 @@ fn record(
         power_hooks: None,
         node_control: None,
         test_nodes: false,
+        command: Some(std::env::args().collect()),
+        started: Some(humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()),
     };
     let file = out.join(crate::store::SESSION_FILE);
     let text = serde_json::to_string_pretty(&session).expect("a session serializes");

@@ -6,8 +6,12 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum CompareFormat {
+    /// Per variant and metric: both sides' n, median and range, the change, its p-value and
+    /// the call, for a terminal.
     Table,
+    /// The same as a Markdown table (a job summary, a pull request).
     Markdown,
+    /// The comparison's model as JSON.
     Json,
 }
 
@@ -44,7 +48,8 @@ pub struct CompareArgs {
     /// Compare even when a variant's resolved spec differs between the two.
     #[arg(long)]
     pub allow_spec_change: bool,
-    #[arg(long, value_enum, default_value_t = CompareFormat::Table)]
+    /// What to print (`-o` as on `run` and `report`).
+    #[arg(short = 'o', long = "format", visible_alias = "output", value_enum, default_value_t = CompareFormat::Table)]
     pub format: CompareFormat,
 }
 
@@ -126,16 +131,27 @@ fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
         for (metric, tol) in map {
             let tol =
                 Tolerance::parse(&tol).map_err(|e| format!("{}: {metric}: {e}", file.display()))?;
-            t.set(&metric, tol)
+            let name = t
+                .set(&metric, tol)
                 .map_err(|e| format!("{}: {e}", file.display()))?;
+            if name != metric {
+                eprintln!("note: {}: `{metric}` taken as `{name}`", file.display());
+            }
         }
     }
     for spec in &args.tolerances {
         let (metric, tol) = spec.split_once('=').ok_or_else(|| {
             format!("--tolerance {spec}: write METRIC=TOLERANCE, e.g. time-to-running=+10%")
         })?;
-        t.set(metric.trim(), Tolerance::parse(tol)?)
+        let name = t
+            .set(metric.trim(), Tolerance::parse(tol)?)
             .map_err(|e| format!("--tolerance {spec}: {e}"))?;
+        if name != metric.trim() {
+            eprintln!(
+                "note: --tolerance {spec}: `{}` taken as `{name}`",
+                metric.trim()
+            );
+        }
     }
     Ok(t)
 }

@@ -76,6 +76,7 @@ mod tests {
         RunResult {
             id: "e/v/1".into(),
             variant: "v".into(),
+            variant_description: None,
             repetition: 1,
             fault: crate::vocab::FaultKind::NodeShutdown,
             remediation: crate::vocab::RemediationKind::None,
@@ -113,13 +114,16 @@ mod tests {
             schema_version: crate::report::SCHEMA_VERSION,
             tool: "nodedown test".into(),
             invocation: None,
+            origin: None,
             experiments: vec![ExperimentResult {
                 name: "e".into(),
                 file: "e.yaml".into(),
                 runs,
                 variants: vec![],
+                description: None,
             }],
             not_run: vec![],
+            dir: None,
         }
     }
 

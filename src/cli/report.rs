@@ -7,34 +7,48 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
+    /// One self-contained page (report.html in DIR unless `--output-file`): the verdicts'
+    /// banner, timelines, a table per experiment, each run's evidence.
     Html,
+    /// results.json's model, the schema in schema/results.json.
     Json,
+    /// JUnit XML: a test suite per experiment, a test case per run.
     Junit,
+    /// The job summary (GitHub-flavoured Markdown, under the 1 MiB summary limit).
     Markdown,
     /// Prometheus text exposition (node-exporter's textfile collector, a Pushgateway).
     Prometheus,
+    /// The runs grouped by experiment, fit to the terminal's width (`COLUMNS`), then what failed
+    /// and what to do next.
     Table,
 }
 
 #[derive(Debug, Args)]
 #[command(after_help = "EXAMPLES:
   nodedown report runs/2026-12-06T10-00-00Z                 the table again
-  nodedown report runs/… --format markdown > summary.md     the job summary
-  nodedown report runs/… --format html                      writes runs/…/report.html
-  nodedown report runs/… --format html -o - | less          HTML on stdout
-  nodedown report runs/… --format prometheus > nodedown.prom  metrics for a textfile collector
-  nodedown report qualification/ --format html              the sheet's page (sheet.html)")]
+  nodedown report runs/… --fail-on unknown                  exit 1 unless every run passed (as `run`)
+  nodedown report runs/… -o markdown > summary.md           the job summary
+  nodedown report runs/… -o html                            writes runs/…/report.html
+  nodedown report runs/… -o html --output-file - | less     HTML on stdout
+  nodedown report runs/… -o prometheus > nodedown.prom      metrics for a textfile collector
+  nodedown report qualification/ -o html                    the sheet's page (sheet.html)")]
 pub struct ReportArgs {
     /// A directory written by `nodedown run` (or one run directory inside it), a simulated
     /// invocation's directory, or a qualification's directory (or its sheet.json).
     #[arg(value_name = "DIR")]
     pub run_dir: PathBuf,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    /// What to write (`-o json` as on `run`).
+    #[arg(short = 'o', long = "format", visible_alias = "output", value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Where the HTML goes (`-`: stdout). Default: report.html in DIR (sheet.html for a
-    /// qualification). Other formats go to stdout.
-    #[arg(short = 'o', long = "output-file", value_name = "PATH")]
+    /// Where it goes (`-`: stdout). Default: report.html in DIR for HTML (sheet.html for a
+    /// qualification), stdout for the others.
+    #[arg(long = "output-file", value_name = "PATH")]
     pub output_file: Option<PathBuf>,
+    /// Exit 1 when a run failed (`fail`), or also when one is unknown (`unknown`), as `nodedown
+    /// run` does — for a job that renders the results of a run it did not wait on. Without it
+    /// the exit code says only whether the reports could be written.
+    #[arg(long, value_enum, value_name = "VERDICTS")]
+    pub fail_on: Option<super::exit::FailOn>,
     /// Also push the runs' metrics (as `--format prometheus` writes them) to a Prometheus
     /// Pushgateway: its address (group `/metrics/job/nodedown`) or a push URL naming the group.
     #[arg(long, env = "NODEDOWN_PUSHGATEWAY", value_name = "URL")]
@@ -97,7 +111,20 @@ fn sheet(args: &ReportArgs, path: &Path) -> u8 {
         Format::Json => serde_json::to_string_pretty(&s).expect("a sheet serializes") + "\n",
         Format::Junit => sheet::junit(&s),
     };
-    emit(args, &dir.join("sheet.html"), &text)
+    let code = emit(args, &dir.join("sheet.html"), &text);
+    match args.fail_on {
+        // A row not applicable to the driver is neither.
+        Some(fail_on) if code == EXIT_OK => super::exit::exit_code_of(
+            s.rows.iter().filter_map(|r| match r.verdict {
+                sheet::RowVerdict::Pass => Some((crate::verdict::Verdict::Pass, false)),
+                sheet::RowVerdict::Fail => Some((crate::verdict::Verdict::Fail, false)),
+                sheet::RowVerdict::Unknown => Some((crate::verdict::Verdict::Unknown, false)),
+                sheet::RowVerdict::NotApplicable => None,
+            }),
+            fail_on,
+        ),
+        _ => code,
+    }
 }
 
 /// A qualification's metrics: its sheet's rows, and its runs' when `runs` (its runs'
@@ -122,6 +149,17 @@ pub fn build(dir: &Path) -> Result<Report, store::StoreError> {
     report.invocation =
         store::load_invocation(dir).map(|t| report::assemble::invocation(&report, t));
     report.not_run = store::load_not_run(dir)?;
+    report.dir = Some(dir.display().to_string());
+    report.origin = std::fs::read_to_string(dir.join(store::SESSION_FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str::<crate::runner::Session>(&t).ok())
+        .map(|s| report::Origin {
+            command: s.command.unwrap_or_default(),
+            started: s.started,
+            provider: s.provider,
+            cluster: s.cluster,
+            context: s.context,
+        });
     Ok(report)
 }
 
@@ -144,7 +182,26 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Junit => report::junit::render(report),
         Format::Markdown => report::markdown::render(report),
         Format::Prometheus => report::metrics::render(report),
-        Format::Table => report::table::render(report, std::io::stdout().is_terminal()),
+        Format::Table => report::table::render(report, &terminal_layout(report)),
+    }
+}
+
+/// How the table fits where it is printed: colours on a terminal unless `NO_COLOR` is set; the
+/// width of `COLUMNS`, else of the terminal, else none (a log or a pipe: nothing cut).
+pub fn terminal_layout(report: &Report) -> report::table::Layout {
+    let tty = std::io::stdout().is_terminal();
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|w| *w > 0)
+        .or_else(|| {
+            tty.then(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
+                .flatten()
+        });
+    report::table::Layout {
+        color: tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        width,
+        dir: report.dir.clone(),
     }
 }
 
@@ -207,11 +264,15 @@ pub fn report(args: ReportArgs) -> u8 {
                     return EXIT_HARNESS;
                 }
             }
-            emit(
+            let code = emit(
                 &args,
                 &args.run_dir.join("report.html"),
                 &render(&r, args.format),
-            )
+            );
+            match args.fail_on {
+                Some(fail_on) if code == EXIT_OK => super::exit::exit_code(&r, fail_on),
+                _ => code,
+            }
         }
         Err(e) => {
             error(e);

@@ -38,7 +38,10 @@ pub enum LedgerVia {
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq)]
 pub enum Output {
+    /// The runs grouped by experiment, fit to the terminal's width (`COLUMNS`), then what
+    /// failed and what to do next.
     Table,
+    /// results.json's model (the file is written either way).
     Json,
 }
 
@@ -108,8 +111,16 @@ pub struct RunArgs {
     /// or the k3s image for k3d (default: the k3d config's, else rancher/k3s:v1.34.8-k3s1).
     #[arg(help_heading = "Cluster", long, env = "NODEDOWN_NODE_IMAGE")]
     pub node_image: Option<String>,
-    /// What to print on stdout at the end.
-    #[arg(help_heading = "Output and exit code", long, value_enum, default_value_t = Output::Table)]
+    /// What to print on stdout at the end (`-o json` as on `report`; the files in the output
+    /// directory are written either way).
+    #[arg(
+        help_heading = "Output and exit code",
+        short = 'o',
+        long,
+        visible_alias = "format",
+        value_enum,
+        default_value_t = Output::Table
+    )]
     pub output: Output,
     /// Which verdicts make the exit code non-zero: `unknown` (default) fails on a failed
     /// expectation and on a run nothing could be decided about; `fail` only on a failed one.
@@ -703,6 +714,10 @@ async fn invoke(
         progress: &progress,
         interrupt: &interrupt,
         start: invocation_start,
+        started: humantime::format_rfc3339_seconds(
+            std::time::SystemTime::now() - invocation_start.elapsed(),
+        )
+        .to_string(),
     }
     .run(&env)
     .await;
@@ -820,6 +835,8 @@ struct Invocation<'a> {
     progress: &'a Progress,
     interrupt: &'a runner::Interrupt,
     start: std::time::Instant,
+    /// The wall clock at `start`, RFC 3339.
+    started: String,
 }
 
 /// What an invocation did on its cluster.
@@ -946,7 +963,12 @@ impl Invocation<'_> {
         owned: &runner::heal::Owned,
     ) -> Result<Invoked, u8> {
         let args = self.args;
-        let session = serde_json::to_string_pretty(&env.session).expect("session serializes");
+        let session = crate::runner::Session {
+            command: Some(std::env::args().collect()),
+            started: Some(self.started.clone()),
+            ..env.session.clone()
+        };
+        let session = serde_json::to_string_pretty(&session).expect("session serializes");
         if let Err(e) = std::fs::write(self.out.join(SESSION_FILE), session + "\n") {
             error(format!(
                 "cannot write {}: {e}",

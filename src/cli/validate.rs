@@ -13,26 +13,43 @@ pub struct ValidateArgs {
     pub paths: Vec<PathBuf>,
 }
 
+/// Every file checked, valid or not: each valid one with its variants, each invalid one's
+/// error, then a count; exit 2 when any file is invalid.
 pub fn validate(args: ValidateArgs) -> u8 {
-    match crate::spec::load_paths(&args.paths) {
-        Ok(experiments) => {
-            for (file, exp) in &experiments {
-                let runs = plan::expand(exp, file, &PlanOptions::default());
-                let variants: Vec<&str> = exp.variant_specs().iter().map(|v| v.name).collect();
-                println!(
-                    "{}: ok ({}, {} run{}; variants: {})",
-                    file.display(),
-                    exp.name,
-                    runs.len(),
-                    if runs.len() == 1 { "" } else { "s" },
-                    variants.join(", ")
-                );
-            }
-            EXIT_OK
-        }
+    let (experiments, errors) = match crate::spec::load_paths_all(&args.paths) {
+        Ok(x) => x,
         Err(e) => {
             error(e);
-            EXIT_BAD_INPUT
+            return EXIT_BAD_INPUT;
         }
+    };
+    for (file, exp) in &experiments {
+        let runs = plan::expand(exp, file, &PlanOptions::default());
+        let variants: Vec<&str> = exp.variant_specs().iter().map(|v| v.name).collect();
+        println!(
+            "{}: ok ({}, {} run{}; variants: {})",
+            file.display(),
+            exp.name,
+            runs.len(),
+            if runs.len() == 1 { "" } else { "s" },
+            variants.join(", ")
+        );
     }
+    let bad = errors.len();
+    for e in errors {
+        error(e);
+    }
+    let files = experiments.len() + bad;
+    if bad == 0 {
+        return EXIT_OK;
+    }
+    // The count when there is more than one file to count.
+    if files > 1 {
+        eprintln!(
+            "{files} file{} checked: {} valid, {bad} invalid",
+            if files == 1 { "" } else { "s" },
+            experiments.len()
+        );
+    }
+    EXIT_BAD_INPUT
 }

@@ -73,5 +73,7 @@ pub(crate) fn planned(
             ..Timeouts::default()
         },
         expect,
+        description: None,
+        variant_description: None,
     }
 }

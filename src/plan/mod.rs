@@ -43,6 +43,12 @@ pub struct PlannedRun {
     pub remediation: RemediationSpec,
     pub timeouts: Timeouts,
     pub expect: Expectations,
+    /// The experiment's `description`, and its variant's (absent in run.json files of nodedown
+    /// before reports showed them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_description: Option<String>,
 }
 
 /// Filters given on the command line.
@@ -105,6 +111,12 @@ pub fn expand(exp: &Experiment, file: &std::path::Path, opts: &PlanOptions) -> V
                 remediation: variant.remediation.clone(),
                 timeouts: variant.timeouts.clone(),
                 expect: variant.expect.clone(),
+                description: exp.description.clone(),
+                variant_description: exp
+                    .variants
+                    .iter()
+                    .find(|v| v.name == variant.name)
+                    .and_then(|v| v.description.clone()),
             });
         }
     }

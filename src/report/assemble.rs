@@ -308,6 +308,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
     let mut result = RunResult {
         id: run.id.clone(),
         variant: run.variant.clone(),
+        variant_description: run.variant_description.clone(),
         repetition: run.repetition,
         fault: run.fault.kind,
         remediation: run.remediation.kind(),
@@ -530,6 +531,7 @@ pub fn report_with(runs: Vec<(PlannedRun, Vec<Event>, Ledgers)>, tool_version: &
                 file: run.file.display().to_string(),
                 runs: vec![result],
                 variants: vec![],
+                description: run.description.clone(),
             }),
         }
     }
@@ -554,8 +556,10 @@ pub fn report_with(runs: Vec<(PlannedRun, Vec<Event>, Ledgers)>, tool_version: &
         schema_version: SCHEMA_VERSION,
         tool: format!("nodedown {tool_version}"),
         invocation: None,
+        origin: None,
         experiments,
         not_run: vec![],
+        dir: None,
     }
 }
 

@@ -74,15 +74,13 @@ impl Tolerances {
         self.per_metric.get(metric).copied().unwrap_or(self.default)
     }
 
-    /// Sets `metric`'s own tolerance; a name compare does not know is refused, naming the
-    /// closest one (a misspelt key would otherwise fall back to the default in silence).
-    pub fn set(&mut self, metric: &str, tolerance: Tolerance) -> Result<(), String> {
-        let known: Vec<&str> = crate::timeline::Metric::ALL
-            .iter()
-            .map(|m| m.name())
-            .chain([WRITE_OUTAGE])
-            .collect();
-        if !known.contains(&metric) {
+    /// Sets `metric`'s own tolerance, and returns the measure's one name: another spelling of
+    /// a measure (`writeOutage`, `WRITES-DOWN`, `ready`) is taken as it (the caller says so); a
+    /// name compare does not know is refused, naming the closest one (a misspelt key would
+    /// otherwise fall back to the default in silence).
+    pub fn set(&mut self, metric: &str, tolerance: Tolerance) -> Result<&'static str, String> {
+        let Some(name) = measure_name(metric) else {
+            let known = measure_names();
             let closest = crate::spec::closest(metric, &known)
                 .map(|k| format!(" (did you mean `{k}`?)"))
                 .unwrap_or_default();
@@ -90,9 +88,43 @@ impl Tolerances {
                 "`{metric}` is not a metric compare knows{closest}; the metrics: {}",
                 known.join(", ")
             ));
-        }
-        self.per_metric.insert(metric.to_string(), tolerance);
-        Ok(())
+        };
+        self.per_metric.insert(name.to_string(), tolerance);
+        Ok(name)
+    }
+}
+
+/// Every measure compare compares, by its one name.
+pub fn measure_names() -> Vec<&'static str> {
+    crate::timeline::Metric::ALL
+        .iter()
+        .map(|m| m.name())
+        .chain([WRITE_OUTAGE])
+        .collect()
+}
+
+/// The one name of the measure `given` names in any of the spellings nodedown has used: its
+/// own (`time-to-ready`), the experiment's key (`timeToReady`), a table's column (`READY`,
+/// `NOT-READY`, `WRITES-DOWN`, `WRITE-OUTAGE`) or words (`writes-down`, `outage`).
+pub fn measure_name(given: &str) -> Option<&'static str> {
+    let given = given.trim();
+    // A column's name (`WRITES-DOWN`) is all capitals; an experiment's key is camelCase.
+    let kebab = if given.chars().any(|c| c.is_ascii_lowercase()) {
+        crate::report::text::measure(given)
+    } else {
+        given.to_ascii_lowercase()
+    };
+    let kebab = kebab.trim_start_matches('-');
+    let known = measure_names();
+    if let Some(k) = known.iter().find(|k| **k == kebab) {
+        return Some(k);
+    }
+    match kebab {
+        "writes-down" | "outage" | "write-outage-ms" => Some(WRITE_OUTAGE),
+        "ready" => Some("time-to-ready"),
+        "not-ready" => Some("time-to-not-ready"),
+        "running" => Some("time-to-running"),
+        _ => None,
     }
 }
 
@@ -822,6 +854,23 @@ mod tests {
             .contains("the metrics: time-to-not-ready"));
         t.set("write-outage", Tolerance::Percent(5.0)).unwrap();
         t.set("time-to-running", Tolerance::Percent(10.0)).unwrap();
+        // Every other spelling of a measure is that measure.
+        let mut other = Tolerances::default();
+        for (given, name) in [
+            ("writes-down", "write-outage"),
+            ("WRITES-DOWN", "write-outage"),
+            ("writeOutage", "write-outage"),
+            ("timeToReady", "time-to-ready"),
+            ("READY", "time-to-ready"),
+            ("NOT-READY", "time-to-not-ready"),
+        ] {
+            assert_eq!(
+                other.set(given, Tolerance::Percent(7.0)),
+                Ok(name),
+                "{given}"
+            );
+            assert_eq!(other.of(name), Tolerance::Percent(7.0));
+        }
         assert_eq!(t.of("time-to-running"), Tolerance::Percent(10.0));
         assert_eq!(t.of("time-to-ready"), Tolerance::Percent(20.0));
     }

@@ -19,9 +19,33 @@ th{background:#f4f4f4}.verdict{font-weight:bold;padding:1px 6px;border-radius:3p
 td.evidence{white-space:pre-wrap;font-size:13px}pre{white-space:pre-wrap;background:#f8f8f8;padding:8px;font-size:12px}\
 section.run{border-top:1px solid #ddd;margin-top:1.5em}\
 td.outcome{min-width:20em}div.scroll{overflow-x:auto;max-width:100%}svg{max-width:100%;height:auto}\
-p.banner{font-size:1.1em}";
+p.banner{font-size:1.1em}\
+div.failures{border-left:6px solid #c0392b;background:#fdecea;padding:8px 12px;margin:1em 0}\
+div.failures p{margin:4px 0}div.passed{border-left:6px solid #2e7d32;background:#e8f5e9;padding:8px 12px;margin:1em 0}\
+.expected{background:#e2dcf5}.harm{background:#f8d7da}.intact{background:#d4edda}\
+p.next{font-weight:bold}p.context{color:#444}details{margin:4px 0}";
 
-fn run_section(out: &mut String, r: &RunResult) {
+/// Evidence for a page: long runs of lines alike (`interleaved writers: …` twenty times) show
+/// their first line, the rest folded under a count.
+fn folded(text: &str) -> String {
+    super::text::fold_lines(text)
+        .into_iter()
+        .map(|(shown, rest)| {
+            let mut s = xml_escape(&shown);
+            if !rest.is_empty() {
+                s.push_str(&format!(
+                    "\n<details><summary>{} more like it</summary>{}</details>",
+                    rest.len(),
+                    xml_escape(&rest.join("\n"))
+                ));
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn run_section(out: &mut String, r: &RunResult, file: &str, dir: Option<&str>) {
     let _ = writeln!(
         out,
         r#"<section class="run" id="{}"><h3>{} {}</h3>"#,
@@ -29,6 +53,12 @@ fn run_section(out: &mut String, r: &RunResult) {
         xml_escape(&r.id),
         badge(r.verdict)
     );
+    if let Some(next) = super::text::next_step(r, file, dir) {
+        let _ = writeln!(out, "<p class=\"next\">next: {}</p>", xml_escape(&next));
+    }
+    if let Some(d) = &r.variant_description {
+        let _ = writeln!(out, "<p class=\"context\">{}</p>", xml_escape(d));
+    }
     let _ = writeln!(
         out,
         "<p>fault {} · remediation {} · target {} · replacement {}{}</p>",
@@ -46,14 +76,22 @@ fn run_section(out: &mut String, r: &RunResult) {
         "<table><tr><th>expectation</th><th>expected</th><th>actual</th><th>verdict</th><th>evidence</th></tr>"
     );
     for e in &r.expectations {
+        // The checker's findings are shown once, below the phases.
+        let evidence = if e.name == "integrity" && r.integrity.is_some() {
+            format!(
+                r##"<a href="#{}-integrity">the integrity findings below</a>"##,
+                xml_escape(&r.id)
+            )
+        } else {
+            folded(&e.evidence)
+        };
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"evidence\">{}</td></tr>",
-            xml_escape(&e.name),
-            xml_escape(&e.expected),
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"evidence\">{evidence}</td></tr>",
+            xml_escape(&super::text::measure(&e.name)),
+            xml_escape(&super::outcome::expected_text(e)),
             xml_escape(&e.actual),
             badge(e.verdict),
-            xml_escape(&e.evidence)
         );
     }
     let _ = writeln!(out, "</table>");
@@ -118,12 +156,19 @@ fn run_section(out: &mut String, r: &RunResult) {
     }
     let _ = writeln!(out, "</table>");
     if let Some(i) = &r.integrity {
+        // The evidence begins with the summary: shown once, above it.
+        let rest = i
+            .evidence
+            .strip_prefix(i.summary.as_str())
+            .unwrap_or(&i.evidence)
+            .trim_start_matches('\n');
         let _ = writeln!(
             out,
-            "<p>integrity {}: {}</p><pre>{}</pre>",
+            r#"<p id="{}-integrity">integrity {}: {}</p><pre>{}</pre>"#,
+            xml_escape(&r.id),
             badge(i.verdict),
             xml_escape(&i.summary),
-            xml_escape(&i.evidence)
+            folded(rest)
         );
     }
     let _ = writeln!(out, "</section>");
@@ -163,18 +208,78 @@ fn instances(out: &mut String, r: &RunResult, svg: &str) {
     let _ = writeln!(out, "</table>");
 }
 
+/// The data column: every harm, coloured by what was expected of it — an expected harm in its
+/// own colour (never a red failure beside a green pass), an unexpected one red, intact green.
+fn data_cell(r: &RunResult) -> String {
+    let Some(i) = &r.integrity else {
+        return "—".into();
+    };
+    let text = super::outcome::cells(r).1;
+    let integrity = r.expectations.iter().find(|e| e.name == "integrity");
+    let class = match (i.verdict, integrity.map(|e| e.verdict)) {
+        (Verdict::Pass, _) => "intact",
+        (_, Some(Verdict::Pass)) => "expected",
+        (Verdict::Unknown, _) => "unknown",
+        _ => "harm",
+    };
+    let label = if class == "expected" {
+        format!("{text} (expected)")
+    } else {
+        text
+    };
+    format!(
+        r#"<span class="verdict {class}">{}</span>"#,
+        xml_escape(&label)
+    )
+}
+
 /// The whole report as one HTML page.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let runs: Vec<&RunResult> = report.experiments.iter().flat_map(|e| &e.runs).collect();
     let count = |v: Verdict| runs.iter().filter(|r| r.verdict == v).count();
+    let title = xml_escape(&super::text::title(report));
     let _ = writeln!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>nodedown results</title><style>{STYLE}</style></head><body>"
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>"
     );
+    let _ = writeln!(out, "<h1>{title}</h1>");
+    // What failed, first: each run and what it missed, and what to do about it.
+    let banner = super::text::verdict_banner(&runs);
+    match banner.is_empty() {
+        false => {
+            let _ = write!(out, "<div class=\"failures\">");
+            for (v, l) in &banner {
+                match v {
+                    Verdict::Pass => write!(out, "<p>{}</p>", xml_escape(l)),
+                    _ => write!(out, "<p><b>{}</b></p>", xml_escape(l)),
+                }
+                .expect("writing to a String");
+            }
+            let _ = writeln!(out, "</div>");
+        }
+        true if !runs.is_empty() => {
+            let _ = write!(
+                out,
+                "<div class=\"passed\"><p><b>every run met its expectations</b></p>"
+            );
+            for n in super::text::pass_notes(&runs) {
+                let _ = write!(out, "<p>{}</p>", xml_escape(&n));
+            }
+            let _ = writeln!(out, "</div>");
+        }
+        true => {}
+    }
+    if let Some(o) = &report.origin {
+        let _ = writeln!(
+            out,
+            "<p class=\"context\">{}</p>",
+            xml_escape(&super::text::origin_line(o))
+        );
+    }
     let _ = writeln!(
         out,
-        "<h1>nodedown results</h1><p class=\"banner\">{} · {} {}: {} passed, {} failed, {} unknown · {}</p>",
+        "<p class=\"banner\">{} · {} {}: {} passed, {} failed, {} unknown · {}</p>",
         xml_escape(&report.tool),
         runs.len(),
         if runs.len() == 1 { "run" } else { "runs" },
@@ -201,6 +306,9 @@ pub fn render(report: &Report) -> String {
             xml_escape(&exp.name),
             xml_escape(&exp.file)
         );
+        if let Some(d) = &exp.description {
+            let _ = writeln!(out, "<p class=\"context\">{}</p>", xml_escape(d));
+        }
         if let Some(env) = exp.runs.iter().find_map(|r| r.environment.as_ref()) {
             let _ = writeln!(
                 out,
@@ -216,14 +324,12 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "<h4>where the time went</h4>");
             out.push_str(&svg);
         }
-        let mut header =
-            "<tr><th>run</th><th>remediation</th><th>verdict</th><th>what happened</th>"
-                .to_string();
-        for m in Metric::ALL {
-            let _ = write!(header, "<th>{}</th>", m.name());
-        }
-        header.push_str("<th>write outage</th><th>integrity</th></tr>");
-        let _ = writeln!(out, "<div class=\"scroll\"><table>{header}");
+        // The run table leads with what a reader decides on; every phase time is one click
+        // further, in the table below it.
+        let _ = writeln!(
+            out,
+            "<div class=\"scroll\"><table><tr><th>run</th><th>verdict</th><th>what happened</th><th>time-to-ready</th><th>write-outage</th><th>data</th></tr>"
+        );
         for r in &exp.runs {
             let outcome = super::outcome::of(r).summary;
             // The outcome already says what was expected; what no expectation checked is said
@@ -232,14 +338,33 @@ pub fn render(report: &Report) -> String {
                 .filter(|n| r.verdict == Verdict::Pass && n.contains("unchecked"))
                 .map(|n| format!("<br><em>{}</em>", xml_escape(&n)))
                 .unwrap_or_default();
-            let mut row = format!(
-                r##"<tr><td><a href="#{}">{}</a></td><td>{}</td><td>{}</td><td class="outcome">{}{note}</td>"##,
-                xml_escape(&r.id),
+            let _ = writeln!(
+                out,
+                r##"<tr><td><a href="#{0}">{0}</a><br><small>{1}</small></td><td>{2}</td><td class="outcome">{3}{note}</td><td>{4}</td><td>{5}</td><td>{6}</td></tr>"##,
                 xml_escape(&r.id),
                 xml_escape(r.remediation.as_str()),
                 badge(r.verdict),
-                xml_escape(&outcome)
+                xml_escape(&outcome),
+                r.metrics
+                    .get(&Metric::TimeToReady)
+                    .map_or("—".into(), |ms| fmt_ms(*ms)),
+                r.write_outage
+                    .as_ref()
+                    .map_or("—".into(), super::text::outage_text),
+                data_cell(r)
             );
+        }
+        let _ = writeln!(out, "</table></div>");
+        let mut header = "<tr><th>run</th>".to_string();
+        for m in Metric::ALL {
+            let _ = write!(header, "<th>{}</th>", m.name());
+        }
+        let _ = writeln!(
+            out,
+            "<details><summary>every phase time</summary><div class=\"scroll\"><table>{header}</tr>"
+        );
+        for r in &exp.runs {
+            let mut row = format!("<tr><td>{}</td>", xml_escape(&r.id));
             for m in Metric::ALL {
                 let _ = write!(
                     row,
@@ -247,23 +372,11 @@ pub fn render(report: &Report) -> String {
                     r.metrics.get(&m).map_or("—".into(), |ms| fmt_ms(*ms))
                 );
             }
-            let _ = write!(
-                row,
-                "<td>{}</td><td>{}</td></tr>",
-                r.write_outage
-                    .as_ref()
-                    .map_or("—".into(), super::text::outage_text),
-                r.integrity.as_ref().map_or("—".to_string(), |i| format!(
-                    "{} {}",
-                    badge(i.verdict),
-                    xml_escape(&super::outcome::cells(r).1)
-                ))
-            );
-            let _ = writeln!(out, "{row}");
+            let _ = writeln!(out, "{row}</tr>");
         }
-        let _ = writeln!(out, "</table></div>");
+        let _ = writeln!(out, "</table></div></details>");
         for r in &exp.runs {
-            run_section(&mut out, r);
+            run_section(&mut out, r, &exp.file, report.dir.as_deref());
         }
     }
     out.push_str("</body></html>\n");

@@ -2,16 +2,17 @@
 
 use super::{Report, SCHEMA_VERSION};
 
-/// The schema versions this nodedown reads: its own, and version 2, whose spreads
-/// (`{count, min, median, p90, max}`) read as the one distribution type without their p99.
-pub const READS: [u32; 2] = [2, SCHEMA_VERSION];
+/// The schema versions this nodedown reads: its own; version 3, whose `outcome.data` (one word)
+/// reads as a list of it; and version 2, whose spreads (`{count, min, median, p90, max}`) read
+/// as the one distribution type without their p99.
+pub const READS: [u32; 3] = [2, 3, SCHEMA_VERSION];
 
 #[derive(Debug, thiserror::Error)]
 pub enum JsonError {
     #[error("not a nodedown results file: {0}")]
     Parse(#[source] serde_json::Error),
     #[error(
-        "results file has schema version {found}, this nodedown reads versions 2 and {SCHEMA_VERSION}; \
+        "results file has schema version {found}, this nodedown reads versions 2, 3 and {SCHEMA_VERSION}; \
          re-render it from its run directories (`nodedown report <run dir>`) or use a matching \
          nodedown"
     )]
@@ -133,6 +134,38 @@ mod tests {
         assert!(
             err.to_string().starts_with("not a nodedown results file"),
             "{err}"
+        );
+    }
+
+    /// A version-3 results.json (the storage-fence-lifted recording as it was rendered before
+    /// harms were listed, kept in tests/fixtures): its one `data` word reads as a list of it,
+    /// and the same run rendered today lists both harms.
+    #[test]
+    fn version_3_outcome_data_reads_as_a_list() {
+        let dir = env!("CARGO_MANIFEST_DIR");
+        let old = std::fs::read_to_string(format!(
+            "{dir}/tests/fixtures/results-v3-storage-fence-lifted.json"
+        ))
+        .unwrap();
+        assert!(old.contains("\"schemaVersion\": 3"));
+        let old = from_str(&old).unwrap();
+        let data = |r: &Report| {
+            r.experiments[0].runs[0]
+                .outcome
+                .as_ref()
+                .unwrap()
+                .data
+                .clone()
+        };
+        use crate::report::outcome::Data;
+        assert_eq!(data(&old), vec![Data::SplitBrain]);
+        let now = std::fs::read_to_string(format!(
+            "{dir}/tests/fixtures/runs/storage-fence-lifted/results.json"
+        ))
+        .unwrap();
+        assert_eq!(
+            data(&from_str(&now).unwrap()),
+            vec![Data::LostWrites, Data::SplitBrain]
         );
     }
 }

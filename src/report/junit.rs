@@ -310,7 +310,7 @@ mod tests {
             md.contains("- `elsewhere` / `freeze` (experiments/y.yaml): only node containers"),
             "{md}"
         );
-        let table = crate::report::table::render(&report, false);
+        let table = crate::report::table::render(&report, &Default::default());
         assert!(
             table.contains("not run: elsewhere/freeze: only node containers"),
             "{table}"
@@ -385,8 +385,7 @@ mod tests {
         assert_eq!(*kind, NonSuccessKind::Failure);
         assert_eq!(
             message.as_ref().unwrap().as_str(),
-            "timeToReady: expected <= 7m5s, got 7m08s — what happened: recovered in 7m08s (as \
-             expected)"
+            "time-to-ready 7m08s > 7m5s — what happened: recovered in 7m08s (expected ≤ 7m5s)"
         );
         assert!(description
             .as_ref()
@@ -401,7 +400,8 @@ mod tests {
         assert_eq!(
             message.as_ref().unwrap().as_str(),
             "harness error: run did not finish (no run-finished event) — what happened: not \
-             recovered while watched (the watch was cut short)"
+             recovered while watched (the watch was cut short) (undecided; expected recovered, ≤ \
+             30s)"
         );
         let TestCaseStatus::NonSuccess { message, .. } = &strict.test_cases[3].status else {
             panic!("unchecked#1 must be unknown")

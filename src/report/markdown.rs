@@ -81,7 +81,32 @@ fn render_with(report: &Report, evidence: bool) -> String {
     } else {
         Verdict::Pass
     };
-    let _ = writeln!(out, "## {} nodedown results\n", icon(overall));
+    let _ = writeln!(out, "## {} {}\n", icon(overall), super::text::title(report));
+    // What failed, before anything else: the run and the bound it missed.
+    let runs: Vec<&RunResult> = report.experiments.iter().flat_map(|e| &e.runs).collect();
+    let banner = super::text::verdict_banner(&runs);
+    if !banner.is_empty() {
+        for (v, l) in &banner {
+            let mark = if *v == Verdict::Pass {
+                "☑️"
+            } else {
+                icon(*v)
+            };
+            let _ = writeln!(out, "> {mark} **{}**  ", line(l));
+        }
+        out.push('\n');
+    } else {
+        let notes = super::text::pass_notes(&runs);
+        for n in &notes {
+            let _ = writeln!(out, "> ☑️ {}", line(n));
+        }
+        if !notes.is_empty() {
+            out.push('\n');
+        }
+    }
+    if let Some(o) = &report.origin {
+        let _ = writeln!(out, "{}\n", line(&super::text::origin_line(o)));
+    }
     let _ = writeln!(
         out,
         "{} · {total} {}: {pass} passed, {fail} failed, {unknown} unknown{}\n",
@@ -104,7 +129,7 @@ fn render_with(report: &Report, evidence: bool) -> String {
         let _ = writeln!(out, "\n{}", invocation_line(inv));
     }
     for exp in &report.experiments {
-        experiment(&mut out, exp, evidence);
+        experiment(&mut out, exp, evidence, report.dir.as_deref());
     }
     not_run(&mut out, &report.not_run);
     out
@@ -148,12 +173,18 @@ fn evidence_text(e: &str) -> String {
 fn integrity_cell(runs: &[&RunResult]) -> String {
     let mut found: Vec<(String, usize)> = Vec::new();
     for r in runs {
+        // Every harm, never merged; an expected one is marked so, not a red cross.
+        let expected = r
+            .expectations
+            .iter()
+            .any(|e| e.name == "integrity" && e.verdict == Verdict::Pass);
         let word = match &r.integrity {
             None => "—".to_string(),
-            Some(i) if i.split_brain => "❌ split brain".to_string(),
-            Some(i) if i.lost_acknowledged > 0 => format!("❌ {} lost writes", i.lost_acknowledged),
-            Some(i) if i.corrupt > 0 => "❌ corrupt".to_string(),
-            Some(i) => format!("{} {}", icon(i.verdict), verdict_word(i.verdict)),
+            Some(i) if i.verdict == Verdict::Pass => format!("{} intact", icon(Verdict::Pass)),
+            Some(_) => {
+                let mark = if expected { "☑️ expected:" } else { "❌" };
+                format!("{mark} {}", super::outcome::cells(r).1)
+            }
         };
         match found.iter_mut().find(|(w, _)| *w == word) {
             Some((_, n)) => *n += 1,
@@ -214,9 +245,12 @@ pub(crate) fn environment_line(env: &crate::report::Environment) -> String {
     format!("Environment: {}", parts.join(" · "))
 }
 
-fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
+fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool, dir: Option<&str>) {
     let _ = writeln!(out, "\n### {}\n", cell(&exp.name));
     let _ = writeln!(out, "`{}`\n", exp.file.replace('`', "'"));
+    if let Some(d) = &exp.description {
+        let _ = writeln!(out, "{}\n", line(d));
+    }
     if let Some(env) = exp.runs.iter().find_map(|r| r.environment.as_ref()) {
         let _ = writeln!(out, "{}\n", line(&environment_line(env)));
     }
@@ -305,6 +339,9 @@ fn experiment(out: &mut String, exp: &ExperimentResult, evidence: bool) {
                 let _ = write!(out, " — {}", evidence_text(&e.evidence));
             }
             out.push('\n');
+        }
+        if let Some(next) = super::text::next_step(r, &exp.file, dir) {
+            let _ = writeln!(out, "  - ➡️ next: {}", line(&next));
         }
     }
 }
@@ -817,12 +854,14 @@ mod tests {
             schema_version: 1,
             tool: "nodedown test".into(),
             invocation: None,
+            origin: None,
             experiments: vec![],
             not_run: vec![],
+            dir: None,
         };
         assert_eq!(
             render(&r),
-            "## ❔ nodedown results\n\nnodedown test · 0 runs: 0 passed, 0 failed, 0 unknown\n\n"
+            "## ❔ nodedown: results — no runs\n\nnodedown test · 0 runs: 0 passed, 0 failed, 0 unknown\n\n"
         );
     }
 

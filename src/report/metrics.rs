@@ -160,11 +160,12 @@ pub fn render(report: &Report) -> String {
                 .samples
                 .push((with(&pair("recovery", &kebab(&r))), flag(out.recovery == r)));
         }
-        if let Some(d) = out.data {
+        // Every harm is its own series: a split brain that lost writes sets both.
+        if !out.data.is_empty() {
             for s in Data::WORST_FIRST {
                 fams[data]
                     .samples
-                    .push((with(&pair("data", &kebab(&s))), flag(d == s)));
+                    .push((with(&pair("data", &kebab(&s))), flag(out.data.contains(&s))));
             }
         }
         for (m, i) in &metric_fams {

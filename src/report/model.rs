@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 pub use crate::verdict::{ExpectationResult, Verdict};
 
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -18,11 +18,39 @@ pub struct Report {
     /// Where the whole invocation's wall time went; absent when it did not finish normally.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocation: Option<InvocationResult>,
+    /// How the invocation was started and on which cluster (from its session.json; absent when
+    /// the directory has none, e.g. the trimmed recordings, or nodedown before it recorded this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
     pub experiments: Vec<ExperimentResult>,
     /// Variants `nodedown run --skip-unsupported` left out because no backend of the
     /// invocation could carry them out (nothing of them ran, so they have no verdict).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<NotRun>,
+    /// The directory the report was built from, as the user named it (never written: the
+    /// renderers' `next:` lines name it, e.g. `nodedown cleanup DIR`).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub dir: Option<String>,
+}
+
+/// Where an invocation ran and how it was started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Origin {
+    /// The command line, as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// When it started (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
+    pub provider: crate::spec::Provider,
+    /// The kind or k3d cluster's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// The kubeconfig context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 /// A variant left out before anything was touched, and why.
@@ -74,6 +102,9 @@ fn is_one_lane(lanes: &u32) -> bool {
 pub struct ExperimentResult {
     pub name: String,
     pub file: String,
+    /// The experiment's `description`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     pub runs: Vec<RunResult>,
     /// Per variant, over its repetitions: verdict counts and the spread of every metric.
     #[serde(default)]
@@ -110,6 +141,9 @@ pub struct RunResult {
     /// `<experiment>/<variant>/<repetition>`.
     pub id: String,
     pub variant: String,
+    /// The variant's `description`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_description: Option<String>,
     pub repetition: u32,
     pub fault: crate::vocab::FaultKind,
     pub remediation: crate::vocab::RemediationKind,

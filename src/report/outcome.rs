@@ -6,7 +6,7 @@
 //! whether it was expected. Defined once here, from the result model alone; results.json
 //! carries it and every renderer writes its `summary` (or its parts).
 
-use super::{RunResult, Verdict};
+use super::{ExpectationResult, IntegrityResult, RunResult, Verdict};
 use crate::timeline::{Metric, Phase};
 use crate::units::fmt_ms;
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,8 @@ pub enum Recovery {
     NotFaulted,
 }
 
-/// What became of the ledger's data (ledger workloads only).
+/// What became of the ledger's data (ledger workloads only). A run's data state is a list: the
+/// harms are never merged (a split brain that also lost acknowledged writes is both).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
 )]
@@ -60,10 +61,11 @@ impl Recovery {
 }
 
 impl Data {
-    /// Worst first: the order counts of outcomes are written in.
+    /// Worst first: the order counts of outcomes and a run's harms are written in (acknowledged
+    /// writes gone is what a user loses; a split brain is how).
     pub const WORST_FIRST: [Data; 6] = [
-        Data::SplitBrain,
         Data::LostWrites,
+        Data::SplitBrain,
         Data::Corrupt,
         Data::Failed,
         Data::Undecided,
@@ -98,22 +100,173 @@ pub struct Outcome {
     pub members_affected: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub members_recovered: Option<usize>,
-    /// Absent without ledger evidence.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Data>,
-    /// One line: `recovered in 27.7s · split brain: 2 writers (as expected) · writes down
-    /// 28.9s`.
+    /// Every harm the checker found, worst first (`lost-writes`, `split-brain`, `corrupt`), or
+    /// the one state without harm (`intact`, `failed`, `undecided`). Empty (absent) without
+    /// ledger evidence. Results of schema version 3 held one word here: read as a list of it.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "one_or_many"
+    )]
+    pub data: Vec<Data>,
+    /// One line, failed parts first: `recovered in 25.7s (expected ≤ 20s) · write outage 26.7s
+    /// (expected ≤ 15s) · nothing lost of 108 acknowledged writes (as expected)`.
     pub summary: String,
 }
 
-/// How a part of the outcome stands to the expectation named `name`: ` (as expected)`,
-/// ` (expected: X)` or nothing when no expectation covered it (or it is undecided).
-fn against(run: &RunResult, name: &str) -> String {
-    match run.expectations.iter().find(|e| e.name == name) {
-        Some(e) if e.verdict == Verdict::Pass => " (as expected)".into(),
-        Some(e) if e.verdict == Verdict::Fail => format!(" (expected: {})", e.expected),
-        _ => String::new(),
+/// How a part of the outcome stands to what the experiment expected: failed parts are written
+/// first, then undecided ones, then the rest in the order of the failover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Standing {
+    Failed,
+    Undecided,
+    Settled,
+}
+
+/// What an expectation asked for, as a person reads it: `≤ 20s`, `recovered`, `intact`.
+pub(crate) fn expected_text(e: &ExpectationResult) -> String {
+    match (e.name.as_str(), e.expected.as_str()) {
+        ("recovered", "true") => "recovered".into(),
+        ("recovered", "false") => "not recovered".into(),
+        ("integrity", "pass") => "intact".into(),
+        ("integrity", "fail") => "not intact".into(),
+        ("integrity", "unknown") => "undecided".into(),
+        ("phases.seen", p) => format!("{p} seen"),
+        ("phases.notSeen", p) => format!("{p} not seen"),
+        ("undisturbed", "true") => "undisturbed".into(),
+        (_, x) => match x.strip_prefix("<= ") {
+            Some(max) => format!("≤ {max}"),
+            None => x.to_string(),
+        },
     }
+}
+
+/// The outcome's parts of a run, each with the expectations it covers; expectations no part
+/// names become parts of their own, so every expectation's result is in the line.
+pub(crate) struct Parts<'a> {
+    run: &'a RunResult,
+    covered: Vec<&'a str>,
+    parts: Vec<(Standing, String)>,
+}
+
+impl<'a> Parts<'a> {
+    pub(crate) fn new(run: &'a RunResult) -> Parts<'a> {
+        Parts {
+            run,
+            covered: Vec::new(),
+            parts: Vec::new(),
+        }
+    }
+
+    /// A part saying `text`, judged by the expectations named `covers`: ` (as expected)`, `
+    /// (expected ≤ 20s)` for each that failed, ` (undecided; expected …)`, or nothing when no
+    /// expectation covered it.
+    pub(crate) fn add(&mut self, text: String, covers: &[&'a str]) {
+        self.covered.extend_from_slice(covers);
+        let run = self.run;
+        let of: Vec<&ExpectationResult> = run
+            .expectations
+            .iter()
+            .filter(|e| covers.contains(&e.name.as_str()))
+            .collect();
+        let wanted = |v: Verdict| -> Vec<String> {
+            of.iter()
+                .filter(|e| e.verdict == v)
+                .map(|e| expected_text(e))
+                .collect()
+        };
+        let (failed, undecided) = (wanted(Verdict::Fail), wanted(Verdict::Unknown));
+        let (standing, note) = if !failed.is_empty() {
+            (
+                Standing::Failed,
+                format!(" (expected {})", failed.join(", ")),
+            )
+        } else if !undecided.is_empty() {
+            (
+                Standing::Undecided,
+                format!(" (undecided; expected {})", undecided.join(", ")),
+            )
+        } else if !of.is_empty() {
+            (Standing::Settled, " (as expected)".to_string())
+        } else {
+            (Standing::Settled, String::new())
+        };
+        self.parts.push((standing, format!("{text}{note}")));
+    }
+
+    /// The line: every expectation no part covered as a part of its own (`time-to-running
+    /// 24.0s (as expected)`), then failed parts first.
+    pub(crate) fn line(mut self) -> String {
+        let run = self.run;
+        for e in &run.expectations {
+            if self.covered.contains(&e.name.as_str()) {
+                continue;
+            }
+            let text = match e.name.as_str() {
+                "phases.seen" | "phases.notSeen" => format!("{} {}", e.expected, e.actual),
+                _ => format!("{} {}", super::text::measure(&e.name), e.actual),
+            };
+            self.parts.push(part_of(text, e));
+        }
+        // A stable sort: within a standing, the failover's order.
+        self.parts.sort_by_key(|(s, _)| *s);
+        self.parts
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
+}
+
+/// One expectation's own part.
+fn part_of(text: String, e: &ExpectationResult) -> (Standing, String) {
+    match e.verdict {
+        Verdict::Fail => (
+            Standing::Failed,
+            format!("{text} (expected {})", expected_text(e)),
+        ),
+        Verdict::Unknown => (
+            Standing::Undecided,
+            format!("{text} (undecided; expected {})", expected_text(e)),
+        ),
+        Verdict::Pass => (Standing::Settled, format!("{text} (as expected)")),
+    }
+}
+
+/// The harms (or the one harmless state) in a checker's findings, worst first.
+pub fn harms(i: &IntegrityResult) -> Vec<Data> {
+    let mut d = Vec::new();
+    if i.lost_acknowledged > 0 {
+        d.push(Data::LostWrites);
+    }
+    if i.split_brain {
+        d.push(Data::SplitBrain);
+    }
+    if i.corrupt > 0 {
+        d.push(Data::Corrupt);
+    }
+    if d.is_empty() {
+        d.push(match i.verdict {
+            Verdict::Pass => Data::Intact,
+            Verdict::Fail => Data::Failed,
+            Verdict::Unknown => Data::Undecided,
+        });
+    }
+    d
+}
+
+/// `data` as schema version 3 wrote it (one word) or as now (a list).
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Data>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(Data),
+        Many(Vec<Data>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(x) => vec![x],
+        OneOrMany::Many(v) => v,
+    })
 }
 
 /// The end of a run's failover window, ms from the fault: the recovery timeout, else the heal.
@@ -154,23 +307,8 @@ pub fn of(run: &RunResult) -> Outcome {
         Recovery::PartlyRecovered | Recovery::NotRecovered => watched_ms(run),
         Recovery::NotFaulted => None,
     };
-    let data = run.integrity.as_ref().map(|i| {
-        if i.split_brain {
-            Data::SplitBrain
-        } else if i.lost_acknowledged > 0 {
-            Data::LostWrites
-        } else if i.corrupt > 0 {
-            Data::Corrupt
-        } else {
-            match i.verdict {
-                Verdict::Pass => Data::Intact,
-                Verdict::Fail => Data::Failed,
-                Verdict::Unknown => Data::Undecided,
-            }
-        }
-    });
-
-    let mut parts: Vec<String> = Vec::new();
+    let data = run.integrity.as_ref().map(harms).unwrap_or_default();
+    let mut parts = Parts::new(run);
     // Who: "the affected member (1 of 3)", "7 of 10", "none of 10", or nothing for one.
     let who = match (members_affected, members_recovered, &run.fleet) {
         (Some(1), Some(_), Some(f)) if !f.unaffected.is_empty() => {
@@ -207,25 +345,23 @@ pub fn of(run: &RunResult) -> Outcome {
         }
         Recovery::NotFaulted => "fault not applied".into(),
     };
-    parts.push(format!("{recovery_text}{}", against(run, "recovered")));
-    if let (Some(d), Some(i)) = (data, &run.integrity) {
-        let text = match d {
-            Data::Intact => format!("nothing lost of {} acknowledged writes", i.acknowledged),
-            // Split brain that also cost acknowledged writes says both.
-            Data::SplitBrain if i.lost_acknowledged > 0 => format!(
-                "split brain: {} writers, {} of {} acknowledged writes lost",
-                i.writers, i.lost_acknowledged, i.acknowledged
-            ),
-            Data::SplitBrain => format!("split brain: {} writers", i.writers),
-            Data::LostWrites => format!(
-                "{} of {} acknowledged writes lost",
-                i.lost_acknowledged, i.acknowledged
-            ),
-            Data::Corrupt => format!("{} corrupt records", i.corrupt),
-            Data::Failed => "integrity failed".into(),
-            Data::Undecided => "integrity undecided".into(),
-        };
-        parts.push(format!("{text}{}", against(run, "integrity")));
+    parts.add(recovery_text, &["recovered", "timeToReady"]);
+    if let Some(i) = &run.integrity {
+        let text: Vec<String> = data
+            .iter()
+            .map(|d| match d {
+                Data::Intact => format!("nothing lost of {} acknowledged writes", i.acknowledged),
+                Data::LostWrites => format!(
+                    "{} of {} acknowledged writes lost",
+                    i.lost_acknowledged, i.acknowledged
+                ),
+                Data::SplitBrain => format!("split brain: {} writers", i.writers),
+                Data::Corrupt => format!("{} corrupt records", i.corrupt),
+                Data::Failed => "integrity failed".into(),
+                Data::Undecided => "integrity undecided".into(),
+            })
+            .collect();
+        parts.add(text.join(" + "), &["integrity"]);
         // A storage fence's own verdict, and what its lifting let through.
         if let Some(f) = &i.fence {
             let mut fence = match f.verdict {
@@ -242,11 +378,14 @@ pub fn of(run: &RunResult) -> Outcome {
                     f.after_unfence
                 ));
             }
-            parts.push(fence);
+            parts.add(fence, &["fenceEfficacy"]);
         }
     }
     if let Some(o) = &run.write_outage {
-        parts.push(format!("writes down {}", super::text::outage_text(o)));
+        parts.add(
+            format!("write outage {}", super::text::outage_text(o)),
+            &["writeOutage"],
+        );
     }
     Outcome {
         recovery,
@@ -254,7 +393,7 @@ pub fn of(run: &RunResult) -> Outcome {
         members_affected,
         members_recovered,
         data,
-        summary: parts.join(" · "),
+        summary: parts.line(),
     }
 }
 
@@ -279,7 +418,7 @@ pub fn over(runs: &[&RunResult]) -> String {
         }
     }
     for state in Data::WORST_FIRST {
-        let k = outcomes.iter().filter(|o| o.data == Some(state)).count();
+        let k = outcomes.iter().filter(|o| o.data.contains(&state)).count();
         if k > 0 {
             parts.push(format!("{} {k}/{n}", state.word()));
         }
@@ -304,7 +443,7 @@ pub fn banner(runs: &[&RunResult]) -> String {
     }
     let mut data = Vec::new();
     for state in Data::WORST_FIRST {
-        let k = outcomes.iter().filter(|o| o.data == Some(state)).count();
+        let k = outcomes.iter().filter(|o| o.data.contains(&state)).count();
         if k > 0 {
             data.push(format!("{k} {}", state.word()));
         }
@@ -317,7 +456,7 @@ pub fn banner(runs: &[&RunResult]) -> String {
 }
 
 /// The outcome in the terminal table's cells: recovery (`27.7s`, `never (1m30s)`, `7/10 by
-/// 1m15s`), data (`intact`, `split brain`, `3 lost`, `—`).
+/// 1m15s`), data (`intact`, `split brain`, `3 lost`, `39 lost + split brain`, `—`).
 pub fn cells(run: &RunResult) -> (String, String) {
     let o = of(run);
     let members = match (o.members_affected, o.members_recovered) {
@@ -332,15 +471,22 @@ pub fn cells(run: &RunResult) -> (String, String) {
         (_, Some((a, r))) if o.after_ms.is_some() => format!("{r}/{a} by {}", t(o.after_ms)),
         (_, Some((a, r))) => format!("{r}/{a}, watch cut short"),
         (_, None) if o.after_ms.is_some() => format!("never ({})", t(o.after_ms)),
-        (_, None) => "not seen, watch cut short".into(),
+        (_, None) => "? (cut short)".into(),
     };
-    let data = match (o.data, &run.integrity) {
-        (Some(Data::Intact), _) => "intact".to_string(),
-        (Some(Data::SplitBrain), Some(i)) => format!("split brain ({} writers)", i.writers),
-        (Some(Data::LostWrites), Some(i)) => format!("{} lost", i.lost_acknowledged),
-        (Some(Data::Corrupt), Some(i)) => format!("{} corrupt", i.corrupt),
-        (Some(Data::Failed), _) => "failed".into(),
-        (Some(Data::Undecided), _) => "undecided".into(),
+    let data = match &run.integrity {
+        Some(i) if !o.data.is_empty() => o
+            .data
+            .iter()
+            .map(|d| match d {
+                Data::Intact => "intact".to_string(),
+                Data::SplitBrain => "split brain".to_string(),
+                Data::LostWrites => format!("{} lost", i.lost_acknowledged),
+                Data::Corrupt => format!("{} corrupt", i.corrupt),
+                Data::Failed => "failed".into(),
+                Data::Undecided => "undecided".into(),
+            })
+            .collect::<Vec<_>>()
+            .join(" + "),
         _ => "—".into(),
     };
     (recovery, data)
@@ -374,14 +520,14 @@ pub fn pass_note(run: &RunResult) -> Option<String> {
             }
         }
     }
-    let data_word = match o.data {
-        Some(Data::SplitBrain) => Some("split brain"),
-        Some(Data::LostWrites) => Some("lost writes"),
-        Some(Data::Corrupt) => Some("corrupt records"),
-        Some(Data::Failed) => Some("integrity failed"),
-        _ => None,
-    };
-    if let Some(word) = data_word {
+    for d in &o.data {
+        let word = match d {
+            Data::SplitBrain => "split brain",
+            Data::LostWrites => "lost writes",
+            Data::Corrupt => "corrupt records",
+            Data::Failed => "integrity failed",
+            Data::Intact | Data::Undecided => continue,
+        };
         if expected("integrity") {
             as_expected.push(word.to_string());
         } else {

@@ -138,6 +138,7 @@ fn bare(
     RunResult {
         id,
         variant,
+        variant_description: None,
         repetition,
         fault: crate::vocab::FaultKind::NodeShutdown,
         remediation,
@@ -223,33 +224,31 @@ fn outcome(r: &RunResult, scale: &ScaleResult, watched_ms: Option<u64>) -> Outco
         Recovery::PartlyRecovered | Recovery::NotRecovered => watched_ms,
         Recovery::NotFaulted => None,
     };
-    let against = match r.expectations.iter().find(|e| e.name == "recovered") {
-        Some(e) if e.verdict == Verdict::Pass => " (as expected)".to_string(),
-        Some(e) if e.verdict == Verdict::Fail => format!(" (expected: {})", e.expected),
-        _ => String::new(),
-    };
-    let summary = match recovery {
+    let text = match recovery {
         Recovery::NotFaulted => "fault not applied".to_string(),
         Recovery::Recovered => format!(
-            "{of} of {of} replacements Running with their volume in {}{against}",
+            "{of} of {of} replacements Running with their volume in {}",
             fmt_opt_ms(after_ms)
         ),
         _ => match after_ms {
             Some(ms) => format!(
-                "{running} of {of} replacements Running with their volume within {}{against}",
+                "{running} of {of} replacements Running with their volume within {}",
                 fmt_opt_ms(Some(ms))
             ),
             None => format!(
-                "{running} of {of} replacements Running with their volume while watched (the watch was cut short){against}"
+                "{running} of {of} replacements Running with their volume while watched (the watch was cut short)"
             ),
         },
     };
+    let mut parts = super::outcome::Parts::new(r);
+    parts.add(text, &["recovered"]);
+    let summary = parts.line();
     Outcome {
         recovery,
         after_ms,
         members_affected: (recovery != Recovery::NotFaulted).then_some(of),
         members_recovered: (recovery != Recovery::NotFaulted).then_some(running),
-        data: None,
+        data: Vec::new(),
         summary,
     }
 }
@@ -371,6 +370,7 @@ pub fn report_of(runs: Vec<RunResult>, tool_version: &str) -> Report {
                 file: String::new(),
                 runs: vec![r],
                 variants: vec![],
+                description: None,
             }),
         }
     }
@@ -381,8 +381,10 @@ pub fn report_of(runs: Vec<RunResult>, tool_version: &str) -> Report {
         schema_version: super::SCHEMA_VERSION,
         tool: format!("nodedown {tool_version}"),
         invocation: None,
+        origin: None,
         experiments,
         not_run: vec![],
+        dir: None,
     }
 }
 

@@ -113,7 +113,7 @@ fn labels(r: &Row<'_>, axis: u64) -> Vec<Label> {
     if let Some(o) = r.outage {
         items.push((
             x(o.from_ms, axis),
-            format!("writes down {}", super::text::outage_text(o)),
+            format!("write outage {}", super::text::outage_text(o)),
             "#c0392b",
         ));
     }
@@ -749,7 +749,7 @@ mod tests {
         }
         let svg = experiment(exp);
         assert!(svg.contains(">Ready 31.9s</text>"), "{svg}");
-        assert!(svg.contains(">writes down ≥ 1m30s (not restored)</text>"));
+        assert!(svg.contains(">write outage ≥ 1m30s (not restored)</text>"));
         assert!(svg.contains(r#"class="outage-open""#));
         assert!(
             svg.contains(">multi-attach-error</text>"),

@@ -80,6 +80,11 @@ pub struct Session {
     /// The agent may act inside container-based nodes.
     #[serde(default)]
     pub test_nodes: bool,
+    /// The command line that started the invocation, and when (RFC 3339), for the reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
 }
 
 /// What the runs share: the API client, the node-control backends, and the kind or k3d
@@ -254,6 +259,8 @@ impl Env {
                     power_hooks: opts.power_hooks.clone(),
                     node_control: opts.node_control,
                     test_nodes: opts.test_nodes,
+                    command: None,
+                    started: None,
                 },
                 docker: None,
                 local: None,
@@ -341,6 +348,8 @@ impl Env {
                 power_hooks: opts.power_hooks.clone(),
                 node_control: opts.node_control,
                 test_nodes: true,
+                command: None,
+                started: None,
             },
             docker: Some(docker),
             local: Some(local),

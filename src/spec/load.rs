@@ -186,6 +186,20 @@ pub fn parse_str(text: &str, path: &Path) -> Result<Experiment, SpecError> {
 /// directly inside it, sorted by name), in the order given. Stops at the first invalid file.
 /// Experiment names must be unique across all files: they name the run directories.
 pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Experiment)>, SpecError> {
+    let (loaded, mut errors) = load_paths_all(paths)?;
+    match errors.is_empty() {
+        true => Ok(loaded),
+        false => Err(errors.remove(0)),
+    }
+}
+
+/// As [`load_paths`], but goes on past an invalid file: every valid experiment, and the error
+/// of every invalid file (each file's first: the next one in a file shows once it is fixed), in
+/// file order. `Err` only when the paths name no file or cannot be read as directories.
+#[allow(clippy::type_complexity)]
+pub fn load_paths_all(
+    paths: &[PathBuf],
+) -> Result<(Vec<(PathBuf, Experiment)>, Vec<SpecError>), SpecError> {
     let mut files = Vec::new();
     for path in paths {
         let meta = std::fs::metadata(path).map_err(io_error(path))?;
@@ -214,15 +228,22 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Experiment)>, SpecE
     let mut seen_files = HashSet::new();
     let mut names: HashMap<String, PathBuf> = HashMap::new();
     let mut out = Vec::new();
+    let mut errors = Vec::new();
     for file in files {
         let identity = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
         if !seen_files.insert(identity) {
             continue;
         }
-        let text = read(&file)?;
-        let (exp, tree) = parse_inner(&text, &file)?;
+        let parsed = read(&file).and_then(|text| parse_inner(&text, &file));
+        let (exp, tree) = match parsed {
+            Ok(x) => x,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
         if let Some(first) = names.get(&exp.name) {
-            return Err(invalid(
+            errors.push(invalid(
                 &file,
                 tree.locate("name"),
                 Some("name".to_string()),
@@ -234,11 +255,12 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Experiment)>, SpecE
                 ),
                 "give each experiment its own name: it names the run directories",
             ));
+            continue;
         }
         names.insert(exp.name.clone(), file.clone());
         out.push((file, exp));
     }
-    Ok(out)
+    Ok((out, errors))
 }
 
 /// The kind config file of an experiment, resolved against the experiment file's directory.

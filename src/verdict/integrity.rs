@@ -59,9 +59,7 @@ pub fn evaluate_integrity(
                     }
                 };
                 let verdict = integrity_verdict(want, r);
-                let evidence = format!("{}\n{}", r.summary(), r.evidence())
-                    .trim_end()
-                    .to_string();
+                let evidence = r.evidence().trim_end().to_string();
                 (verdict, found.to_string(), evidence)
             }
         };
