@@ -137,7 +137,7 @@ fn the_action_runs_the_smoke_experiment_and_reports_through_its_outputs() {
         .filter_map(|l| l["content"].as_str())
         .collect();
     assert!(
-        summary.contains("nodedown results") && summary.contains("smoke"),
+        summary.contains("nodedown: smoke") && summary.contains("smoke"),
         "job summary: {summary:?}"
     );
     // The Action's outputs, as the next step of the workflow saw them.

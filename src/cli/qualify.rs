@@ -693,7 +693,7 @@ fn write_sheet(
             return Err(EXIT_HARNESS);
         }
     }
-    println!("{md}");
+    print!("{}", sheet::table(&s, super::report::terminal_width()));
     eprintln!(
         "sheet: {}/{{sheet.json,sheet.md,sheet.html,sheet.junit.xml}}",
         out.display()

@@ -106,7 +106,8 @@ fn sheet(args: &ReportArgs, path: &Path) -> u8 {
     }
     let text = match args.format {
         Format::Prometheus => metrics(),
-        Format::Markdown | Format::Table => sheet::markdown(&s),
+        Format::Markdown => sheet::markdown(&s),
+        Format::Table => sheet::table(&s, terminal_width()),
         Format::Html => sheet::html(&s),
         Format::Json => serde_json::to_string_pretty(&s).expect("a sheet serializes") + "\n",
         Format::Junit => sheet::junit(&s),
@@ -170,9 +171,8 @@ pub fn render(report: &Report, format: Format) -> String {
         match format {
             Format::Html => return report::simulated::curve_html(&simulated),
             Format::Junit => return report::simulated::curve_junit(&simulated),
-            Format::Markdown | Format::Table => {
-                return report::simulated::curve_markdown(&simulated)
-            }
+            Format::Markdown => return report::simulated::curve_markdown(&simulated),
+            Format::Table => return report::simulated::curve_table(&simulated, terminal_width()),
             Format::Json | Format::Prometheus => {}
         }
     }
@@ -190,19 +190,25 @@ pub fn render(report: &Report, format: Format) -> String {
 /// width of `COLUMNS`, else of the terminal, else none (a log or a pipe: nothing cut).
 pub fn terminal_layout(report: &Report) -> report::table::Layout {
     let tty = std::io::stdout().is_terminal();
-    let width = std::env::var("COLUMNS")
+    report::table::Layout {
+        color: tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        width: terminal_width(),
+        dir: report.dir.clone(),
+    }
+}
+
+/// The width tables are fit to: `COLUMNS`, else the terminal's, else none (a log, a pipe).
+pub fn terminal_width() -> Option<usize> {
+    std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
         .filter(|w| *w > 0)
         .or_else(|| {
-            tty.then(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
+            std::io::stdout()
+                .is_terminal()
+                .then(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
                 .flatten()
-        });
-    report::table::Layout {
-        color: tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        width,
-        dir: report.dir.clone(),
-    }
+        })
 }
 
 pub fn report(args: ReportArgs) -> u8 {

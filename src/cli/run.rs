@@ -978,6 +978,7 @@ impl Invocation<'_> {
         }
         let prepare_ms = self.start.elapsed().as_millis() as u64;
         let runs_start = std::time::Instant::now();
+        let mut image_load_ms = 0;
         // The runs, by the cluster's provider. kwok (whose nodes heartbeat while it runs) stays
         // up until the final wait is over: the runs' namespaces finish terminating while kwok
         // still answers for the nodes their pods were on.
@@ -1003,11 +1004,14 @@ impl Invocation<'_> {
                 (inv.interrupted, 1, Some(inv), Some(sim))
             }
             _ => {
-                let (interrupted, lanes) = self.real(env, nodes, scope, owned).await?;
+                let (interrupted, lanes, image_ms) = self.real(env, nodes, scope, owned).await?;
+                image_load_ms = image_ms;
                 (interrupted, lanes, None, None)
             }
         };
-        let runs_ms = runs_start.elapsed().as_millis() as u64;
+        // Loading the workload image is preparing the cluster, not running.
+        let prepare_ms = prepare_ms + image_load_ms;
+        let runs_ms = (runs_start.elapsed().as_millis() as u64).saturating_sub(image_load_ms);
         let finish_start = std::time::Instant::now();
         // The simulated cluster is nodedown's own: everything on it is this invocation's.
         let every = runner::heal::Owned::every();
@@ -1029,16 +1033,17 @@ impl Invocation<'_> {
     }
 
     /// Real runs: the workload image, the lanes, the runs scheduled into them. Returns whether
-    /// a signal stopped them and how many lanes there were.
+    /// a signal stopped them, how many lanes there were, and how long the image took (ms).
     async fn real(
         &self,
         env: &Env,
         nodes: &[k8s_openapi::api::core::v1::Node],
         scope: Option<Vec<String>>,
         owned: &runner::heal::Owned,
-    ) -> Result<(bool, u32), u8> {
+    ) -> Result<(bool, u32, u64), u8> {
         let args = self.args;
         let step = |s: &str| self.progress.step(s);
+        let image_start = std::time::Instant::now();
         let user_image = args.workload_image.clone().or_else(|| {
             self.experiments
                 .iter()
@@ -1054,6 +1059,7 @@ impl Invocation<'_> {
                 return Err(EXIT_HARNESS);
             }
         };
+        let image_ms = image_start.elapsed().as_millis() as u64;
         let settings = RunSettings {
             image,
             storage: crate::workload::StorageAccess {
@@ -1136,7 +1142,7 @@ impl Invocation<'_> {
             },
         )
         .await;
-        Ok((interrupted, lane_count))
+        Ok((interrupted, lane_count, image_ms))
     }
 
     /// Waits for the runs' namespaces to finish terminating (not when the cluster is about to

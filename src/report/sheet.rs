@@ -459,6 +459,84 @@ pub fn markdown(sheet: &Sheet) -> String {
     out
 }
 
+/// The sheet for a terminal (`nodedown report QUAL`, `nodedown qualify`): a row each with its
+/// verdict and time-to-ready, cut to `width`; each row that failed or is unknown written out
+/// whole below, with what decided it. The full sheet is `--format markdown` or `html`.
+pub fn table(sheet: &Sheet, width: Option<usize>) -> String {
+    let mut out = format!(
+        "qualification of storage class {}{}\n",
+        sheet.environment.storage_class,
+        sheet
+            .environment
+            .driver
+            .as_deref()
+            .map(|d| format!(" (driver {d})"))
+            .unwrap_or_default()
+    );
+    let rows: Vec<Vec<String>> = sheet
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                match r.verdict {
+                    RowVerdict::Pass => "pass".to_string(),
+                    RowVerdict::Fail => "FAIL".to_string(),
+                    RowVerdict::Unknown => "UNKNOWN".to_string(),
+                    RowVerdict::NotApplicable => "n/a".to_string(),
+                },
+                if r.runs > 0 {
+                    format!("{}/{}", r.passed, r.runs)
+                } else {
+                    "—".into()
+                },
+                r.time_to_ready
+                    .as_ref()
+                    .map_or("—".into(), |t| fmt_ms(t.p50_ms)),
+                r.title.clone(),
+            ]
+        })
+        .collect();
+    out.push_str(&super::table::grid(
+        &["ROW", "VERDICT", "PASSED", "READY-P50", "TITLE"],
+        &rows,
+        width,
+    ));
+    let count = |v: RowVerdict| sheet.rows.iter().filter(|r| r.verdict == v).count();
+    out.push_str(&format!(
+        "\n{} rows: {} pass, {} fail, {} unknown, {} not applicable · digest {}\n",
+        sheet.rows.len(),
+        count(RowVerdict::Pass),
+        count(RowVerdict::Fail),
+        count(RowVerdict::Unknown),
+        count(RowVerdict::NotApplicable),
+        sheet.digest
+    ));
+    for r in sheet
+        .rows
+        .iter()
+        .filter(|r| matches!(r.verdict, RowVerdict::Fail | RowVerdict::Unknown))
+    {
+        let word = if r.verdict == RowVerdict::Fail {
+            "FAIL"
+        } else {
+            "UNKNOWN"
+        };
+        let why = r
+            .reason
+            .as_deref()
+            .unwrap_or("no reason recorded")
+            .replace(['\r', '\n'], " ");
+        out.push_str(&super::table::wrap(
+            &format!("{word} {}: {why}", r.id),
+            width,
+            "  ",
+        ));
+        out.push('\n');
+    }
+    out
+}
+
 /// The sheet as JUnit XML: one test suite, a test case per row — a failure for a failed row,
 /// an error for an unknown one, skipped with the reason when not applicable — with the row's
 /// figures as properties.

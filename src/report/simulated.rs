@@ -559,6 +559,66 @@ pub fn curve_markdown(results: &[&RunResult]) -> String {
     out
 }
 
+/// The curve for a terminal: a row per run with the milestones a reader compares (every node
+/// NotReady, old pods deleted, volumes detached, replacements Running with their volume: p50
+/// and all), cut to `width`; the full table with costs is `--format markdown`.
+pub fn curve_table(results: &[&RunResult], width: Option<usize>) -> String {
+    use crate::timeline::scale::Milestone as M;
+    let mut out = super::table::wrap(BANNER, width, "  ");
+    out.push_str("\n\n");
+    let rows: Vec<Vec<String>> = scaled(results)
+        .into_iter()
+        .map(|(r, s)| {
+            let fig = |m: M| s.milestones.iter().find(|f| f.milestone == m);
+            let all = |m: M| match fig(m) {
+                Some(f) if f.all_ms().is_some() => fmt_opt_ms(f.all_ms()),
+                Some(f) if f.of == 0 => "—".into(),
+                Some(f) => format!("{}/{}", f.reached, f.of),
+                None => "—".into(),
+            };
+            let both = |m: M| match fig(m) {
+                Some(f) if f.all_ms().is_some() => {
+                    format!("{} / {}", fmt_opt_ms(f.p50_ms()), all(m))
+                }
+                Some(_) => all(m),
+                None => "—".into(),
+            };
+            vec![
+                r.id.clone(),
+                match &r.error {
+                    Some(_) => "error".to_string(),
+                    None => r.verdict.as_str().to_string(),
+                },
+                s.lost_nodes.to_string(),
+                s.instances.to_string(),
+                all(M::NodeNotReady),
+                both(M::OldPodDeleted),
+                both(M::VolumeDetached),
+                both(M::ReplacementRunning),
+            ]
+        })
+        .collect();
+    out.push_str(&super::table::grid(
+        &[
+            "RUN",
+            "VERDICT",
+            "LOST",
+            "PODS",
+            "NOT-READY",
+            "DELETED",
+            "DETACHED",
+            "RUNNING",
+        ],
+        &rows,
+        width,
+    ));
+    out.push_str(
+        "\nall NotReady; pods deleted, volumes detached, replacements Running with their volume: \
+         p50 / all (k/n: only k of n got there); costs and taints: --format markdown\n",
+    );
+    out
+}
+
 /// The runs as JUnit XML: a test suite per experiment, a test case per run (a failure when its
 /// expectation failed, an error when unknown), its milestones, taint reaction and costs as
 /// properties; the banner is the suite's first property, so a CI page says it was simulated.

@@ -101,6 +101,43 @@ fn row(run: &RunResult, numbered: bool) -> [String; 7] {
     ]
 }
 
+/// A plain terminal grid for the other tables (a qualification sheet, a simulated curve): the
+/// header, then a row each, columns two spaces apart; the last column is cut with `…` to fit
+/// `width` (never below [`DETAIL_MIN`]). No colour.
+pub fn grid(header: &[&str], rows: &[Vec<String>], width: Option<usize>) -> String {
+    let n = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    if let Some(width) = width {
+        let before: usize = widths[..n - 1].iter().sum::<usize>() + 2 * (n - 1);
+        widths[n - 1] = widths[n - 1].min(width.saturating_sub(before).max(DETAIL_MIN));
+    }
+    let line = |cells: Vec<String>| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let c = if i == n - 1 {
+                cut(c, widths[i])
+            } else {
+                c.clone()
+            };
+            l.push_str(&c);
+            l.push_str(&" ".repeat(widths[i].saturating_sub(c.chars().count()) + 2));
+        }
+        l.trim_end().to_string()
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r.clone()));
+        out.push('\n');
+    }
+    out
+}
+
 /// An experiment's rows: each run's verdict and cells.
 type Rows = Vec<(Verdict, [String; 7])>;
 
