@@ -440,11 +440,12 @@ fn report_reads_a_recorded_simulated_curve() {
     assert!(html.stdout.is_empty());
     let text = std::fs::read_to_string(&page).unwrap();
     assert!(text.contains("SIMULATED"));
+    // A line per remediation and number of nodes lost: runs alike but for their pods.
     assert!(
-        text.contains(r#"data-series="out-of-service-taint""#),
+        text.contains(r#"data-series="out-of-service-taint, "#),
         "a line per remediation"
     );
-    assert!(text.contains(r#"data-series="none""#));
+    assert!(text.contains(r#"data-series="none, "#));
     // Without the taint no replacement was Ready within the window at 20 and 400 pods: never.
     assert!(text.matches(r#"class="never""#).count() >= 2, "{text}");
     assert!(

@@ -615,8 +615,8 @@ pub fn html(sheet: &Sheet) -> String {
             let _ = writeln!(out, "<p>{}</p>", xml_escape(line));
         }
     }
-    let axis = LogAxis::of(sheet);
-    let _ = writeln!(out, "<table><tr><th>row</th><th>verdict</th><th>runs</th><th>time-to-ready p50 / p90 / max</th><th>where the time went (medians; one log axis for every row, 1s–{})</th><th>expectation's source</th></tr>", fmt_ms(axis.max_ms));
+    let axis = Axis::of(sheet);
+    let _ = writeln!(out, "<table><tr><th>row</th><th>verdict</th><th>runs</th><th>time-to-ready p50 / p90 / max</th><th>where the time went (medians; one linear axis for every row, 0–{})</th><th>expectation's source</th></tr>", fmt_ms(axis.max_ms));
     for r in &sheet.rows {
         let class = match r.verdict {
             RowVerdict::Pass => "pass",
@@ -624,8 +624,17 @@ pub fn html(sheet: &Sheet) -> String {
             RowVerdict::Unknown => "unknown",
             RowVerdict::NotApplicable => "na",
         };
-        let verdict = match &r.reason {
-            Some(why) => format!("{}: {}", r.verdict.as_str(), xml_escape(why)),
+        // The reason's first line in the cell, the rest folded (a failed row's evidence runs
+        // to dozens of lines).
+        let verdict = match r.reason.as_deref().map(|w| w.split_once('\n').unwrap_or((w, ""))) {
+            Some((first, "")) => format!("{}: {}", r.verdict.as_str(), xml_escape(first)),
+            Some((first, rest)) => format!(
+                "{}: {}<details><summary>{} more lines</summary><pre>{}</pre></details>",
+                r.verdict.as_str(),
+                xml_escape(first),
+                rest.lines().count(),
+                xml_escape(rest)
+            ),
             None => r.verdict.as_str().to_string(),
         };
         let ready = ready_cell(r);
@@ -649,19 +658,23 @@ pub fn html(sheet: &Sheet) -> String {
     out
 }
 
-/// The shared axis of the sheet's bars: log-scaled from 1 s to the next power of ten (or its
-/// half) past the longest row, so that 30 s and 6 min both read.
+/// The shared axis of the sheet's bars: linear from 0, so that a segment's length is its time.
+/// When one row dwarfs the others (longer than four times the median row), the axis ends at a
+/// round time past the rest and that row's bar is broken at the end, its total written.
 #[derive(Debug, Clone, Copy)]
-struct LogAxis {
+struct Axis {
     max_ms: u64,
 }
 
-impl LogAxis {
-    const MIN_MS: f64 = 1_000.0;
+impl Axis {
     const WIDTH: f64 = 420.0;
+    const ROUND: [u64; 12] = [
+        10_000, 20_000, 30_000, 60_000, 90_000, 120_000, 180_000, 300_000, 600_000, 1_200_000,
+        1_800_000, 3_600_000,
+    ];
 
-    fn of(sheet: &Sheet) -> LogAxis {
-        let longest = sheet
+    fn of(sheet: &Sheet) -> Axis {
+        let mut totals: Vec<u64> = sheet
             .rows
             .iter()
             .map(|r| {
@@ -670,42 +683,54 @@ impl LogAxis {
                     .map(|p| p.median_ms)
                     .sum::<u64>()
             })
-            .max()
-            .unwrap_or(0);
-        let max_ms = [
-            10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_200_000, 3_600_000,
-        ]
-        .into_iter()
-        .find(|m| *m >= longest)
-        .unwrap_or(longest.max(1));
-        LogAxis { max_ms }
+            .filter(|t| *t > 0)
+            .collect();
+        totals.sort_unstable();
+        let longest = totals.last().copied().unwrap_or(0);
+        let median = crate::units::median(&totals).unwrap_or(0);
+        // The rows the axis is for: all, or all but those that dwarf them.
+        let reach = if totals.len() >= 2 && longest > 4 * median {
+            totals
+                .iter()
+                .copied()
+                .filter(|t| *t <= 4 * median)
+                .max()
+                .unwrap_or(longest)
+        } else {
+            longest
+        };
+        let max_ms = Self::ROUND
+            .into_iter()
+            .find(|m| *m >= reach)
+            .unwrap_or(reach.max(1));
+        Axis { max_ms }
     }
 
     fn x(self, ms: u64) -> f64 {
-        let v = (ms as f64).max(Self::MIN_MS);
-        ((v / Self::MIN_MS).ln() / (self.max_ms as f64 / Self::MIN_MS).ln() * Self::WIDTH)
-            .clamp(0.0, Self::WIDTH)
+        (ms as f64 / self.max_ms as f64 * Self::WIDTH).clamp(0.0, Self::WIDTH)
     }
 
-    /// The ticks that fall on the axis: 1s, 10s, 30s, 1m, 2m, 5m, 10m, 30m, 1h.
+    /// Ticks from 0, at most seven: a round step.
     fn ticks(self) -> Vec<u64> {
-        [
-            1_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000, 3_600_000,
+        let step = [
+            1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
         ]
         .into_iter()
-        .filter(|t| *t <= self.max_ms)
-        .collect()
+        .find(|s| self.max_ms / s <= 6)
+        .unwrap_or(self.max_ms.max(1));
+        (0..=self.max_ms / step).map(|i| i * step).collect()
     }
 }
 
-/// A row's medians as a stacked bar (SVG) on the sheet's shared log axis, each part named
-/// inside it or in its title, its total written after it, the axis's ticks under it.
-fn bar(parts: &[SegmentMedian], axis: LogAxis) -> String {
+/// A row's medians as a stacked bar (SVG) on the sheet's shared linear axis, each part named
+/// inside it or in its title, its total written after it, the axis's ticks under it; a row
+/// longer than the axis is broken at its end (two white strokes) and its total says so.
+fn bar(parts: &[SegmentMedian], axis: Axis) -> String {
     let total: u64 = parts.iter().map(|p| p.median_ms).sum();
     if total == 0 {
         return "—".into();
     }
-    let (width, height, bar_h) = (LogAxis::WIDTH + 60.0, 34.0, 20.0);
+    let (width, height, bar_h) = (Axis::WIDTH + 110.0, 34.0, 20.0);
     let mut svg = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">"#
     );
@@ -715,7 +740,7 @@ fn bar(parts: &[SegmentMedian], axis: LogAxis) -> String {
             svg,
             r##"<line x1="{tx:.1}" x2="{tx:.1}" y1="0" y2="{bar_h}" stroke="#cccccc"/><text x="{tx:.1}" y="{}" font-size="9" fill="#666" text-anchor="{}">{}</text>"##,
             bar_h + 11.0,
-            if t == 1_000 { "start" } else { "middle" },
+            if t == 0 { "start" } else { "middle" },
             fmt_ms(t)
         );
     }
@@ -723,6 +748,9 @@ fn bar(parts: &[SegmentMedian], axis: LogAxis) -> String {
     for p in parts {
         let (x0, x1) = (axis.x(at), axis.x(at + p.median_ms));
         at += p.median_ms;
+        if x1 <= x0 && x0 >= Axis::WIDTH {
+            continue;
+        }
         let w = (x1 - x0).max(0.5);
         let segment = Segment::ALL
             .iter()
@@ -745,11 +773,21 @@ fn bar(parts: &[SegmentMedian], axis: LogAxis) -> String {
             );
         }
     }
+    let broken = total > axis.max_ms;
+    if broken {
+        let bx = Axis::WIDTH - 12.0;
+        let _ = write!(
+            svg,
+            r##"<path class="break" d="M{bx:.1},{bar_h} l6,-{bar_h} M{:.1},{bar_h} l6,-{bar_h}" stroke="#ffffff" stroke-width="3"/>"##,
+            bx + 5.0
+        );
+    }
     let _ = write!(
         svg,
-        r##"<text class="total" x="{:.1}" y="14" font-size="11" fill="#222">{}</text>"##,
+        r##"<text class="total" x="{:.1}" y="14" font-size="11" fill="#222">{}{}</text>"##,
         axis.x(total) + 4.0,
-        fmt_ms(total)
+        fmt_ms(total),
+        if broken { " (bar broken)" } else { "" }
     );
     svg.push_str("</svg>");
     svg

@@ -1065,15 +1065,32 @@ pub fn curve_html(results: &[&RunResult]) -> String {
         "<h1>nodedown simulated curve</h1><p class=\"banner\"><b>{}</b></p>",
         xml_escape(BANNER)
     );
-    let series: Vec<Series> = remediations
+    // A line joins only runs alike but for their pods: the same remediation and the same
+    // number of nodes lost (runs that differ in both are two lines, never one).
+    let lost = |r: &RunResult| r.scale.as_ref().map_or(0, |s| s.lost_nodes);
+    let mut groups: Vec<(crate::vocab::RemediationKind, usize)> = Vec::new();
+    for rem in &remediations {
+        let mut counts: Vec<usize> = results
+            .iter()
+            .filter(|r| r.remediation == *rem && faulted(r))
+            .map(|r| lost(r))
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        groups.extend(counts.into_iter().map(|n| (*rem, n)));
+    }
+    let group_name = |(rem, n): (crate::vocab::RemediationKind, usize)| {
+        format!("{rem}, {n} node{} lost", if n == 1 { "" } else { "s" })
+    };
+    let series: Vec<Series> = groups
         .iter()
         .enumerate()
-        .map(|(i, rem)| Series {
-            name: (*rem).to_string(),
+        .map(|(i, g)| Series {
+            name: group_name(*g),
             color: CURVE_COLORS[i % CURVE_COLORS.len()],
             points: results
                 .iter()
-                .filter(|r| r.remediation == *rem && faulted(r))
+                .filter(|r| r.remediation == g.0 && lost(r) == g.1 && faulted(r))
                 .map(|r| (instances(r), all(r, M::ReplacementRunning)))
                 .collect(),
         })
@@ -1082,12 +1099,14 @@ pub fn curve_html(results: &[&RunResult]) -> String {
         "time to every replacement Running with its volume, by pods lost",
         &series,
     ));
-    for (i, rem) in remediations.iter().enumerate() {
+    for g in &groups {
+        let rem = group_name(*g);
         let runs: Vec<&RunResult> = results
             .iter()
             .copied()
-            .filter(|r| r.remediation == *rem && faulted(r))
+            .filter(|r| r.remediation == g.0 && lost(r) == g.1 && faulted(r))
             .collect();
+        // One colour per milestone in every chart.
         let series: Vec<Series> = M::ALL
             .iter()
             .enumerate()
@@ -1097,7 +1116,7 @@ pub fn curve_html(results: &[&RunResult]) -> String {
             })
             .map(|(j, m)| Series {
                 name: m.as_str().to_string(),
-                color: CURVE_COLORS[(i + j) % CURVE_COLORS.len()],
+                color: CURVE_COLORS[j % CURVE_COLORS.len()],
                 points: runs.iter().map(|r| (instances(r), all(r, *m))).collect(),
             })
             .collect();

@@ -16,38 +16,93 @@ const ROW: u32 = 64;
 const INSTANCE_ROW: u32 = 40;
 const TOP: u32 = 40;
 
-/// The colour of a phase mark: one per phase, in families — grey for the fault and the end of
-/// the window, orange for the node going away, purple for remediations, reds for the old pod,
-/// blues for the replacement and its volume, greens for the workload back, alarms for what
-/// must not happen. Exhaustive: a new phase gets its colour here or does not compile.
-fn color(phase: Phase) -> &'static str {
-    match phase {
-        Phase::FaultInjected => "#333333",
-        Phase::NodeNotReady => "#e67e22",
-        Phase::UnreachableTaint => "#b9770e",
-        Phase::FenceRequested => "#d2b4de",
-        Phase::FenceSucceeded => "#6c3483",
-        Phase::WriteRefused => "#17202a",
-        Phase::OutOfServiceTaint => "#8e44ad",
-        Phase::RemediationApplied => "#bb8fce",
-        Phase::NodeDeleted => "#4a235a",
-        Phase::PodTerminating => "#ec7063",
-        Phase::PodShutDownByKubelet => "#943126",
-        Phase::OldPodDeleted => "#c0392b",
-        Phase::VolumeDetached => "#34495e",
-        Phase::ReplacementCreated => "#85c1e9",
-        Phase::ReplacementScheduled => "#3498db",
-        Phase::VolumeAttached => "#1a5276",
-        Phase::ContainerRestarted => "#16a085",
-        Phase::ReplacementRunning => "#58d68d",
-        Phase::ReplacementReady => "#1e8449",
-        Phase::TwoPodsRunning => "#e4007c",
-        Phase::MultiAttachError => "#d4ac0d",
-        Phase::FaultHealed => "#aab7b8",
-        Phase::Unfenced => "#7f8c8d",
-        Phase::RecoveryTimeout => "#626567",
+/// What a phase mark is about: its colour is its family's (seven, with the fault window and the
+/// write outage nine colours in all), and the label under the run says which phase it is.
+/// Exhaustive: a new phase gets its family here or does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    /// The fault and the end of the window: injected, healed, the watch given up.
+    Fault,
+    /// The node going away: NotReady, tainted unreachable, deleted.
+    Node,
+    /// What the operator or remediator did: fences, the out-of-service taint, unfencing.
+    Remediation,
+    /// The old pod: Terminating, shut down, deleted.
+    OldPod,
+    /// The volume: detached, attached.
+    Volume,
+    /// The workload back: the replacement created … Ready, a container restarted.
+    Replacement,
+    /// What must not happen: two pods running, a Multi-Attach error.
+    Alarm,
+}
+
+impl Family {
+    const ALL: [Family; 7] = [
+        Family::Fault,
+        Family::Node,
+        Family::Remediation,
+        Family::OldPod,
+        Family::Volume,
+        Family::Replacement,
+        Family::Alarm,
+    ];
+
+    fn of(phase: Phase) -> Family {
+        match phase {
+            Phase::FaultInjected | Phase::FaultHealed | Phase::RecoveryTimeout => Family::Fault,
+            Phase::NodeNotReady | Phase::UnreachableTaint | Phase::NodeDeleted => Family::Node,
+            Phase::FenceRequested
+            | Phase::FenceSucceeded
+            | Phase::WriteRefused
+            | Phase::OutOfServiceTaint
+            | Phase::RemediationApplied
+            | Phase::Unfenced => Family::Remediation,
+            Phase::PodTerminating | Phase::PodShutDownByKubelet | Phase::OldPodDeleted => {
+                Family::OldPod
+            }
+            Phase::VolumeDetached | Phase::VolumeAttached => Family::Volume,
+            Phase::ReplacementCreated
+            | Phase::ReplacementScheduled
+            | Phase::ReplacementRunning
+            | Phase::ReplacementReady
+            | Phase::ContainerRestarted => Family::Replacement,
+            Phase::TwoPodsRunning | Phase::MultiAttachError => Family::Alarm,
+        }
+    }
+
+    fn color(self) -> &'static str {
+        match self {
+            Family::Fault => "#4d4d4d",
+            Family::Node => "#d35400",
+            Family::Remediation => "#7d3c98",
+            Family::OldPod => "#a93226",
+            Family::Volume => "#1f618d",
+            Family::Replacement => "#1e8449",
+            Family::Alarm => "#e4007c",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Family::Fault => "fault",
+            Family::Node => "node",
+            Family::Remediation => "remediation",
+            Family::OldPod => "old pod",
+            Family::Volume => "volume",
+            Family::Replacement => "replacement",
+            Family::Alarm => "must not happen",
+        }
     }
 }
+
+/// The colour of a phase mark: its family's.
+fn color(phase: Phase) -> &'static str {
+    Family::of(phase).color()
+}
+
+/// The write outage's bar (a light red, apart from the old pod's dark red).
+const OUTAGE: &str = "#f1948a";
 
 /// The milestones named in the picture itself (the rest are marks named in the legend and
 /// their tooltips), with the word written beside them.
@@ -69,6 +124,7 @@ fn milestone(phase: Phase) -> Option<&'static str> {
         Phase::TwoPodsRunning => "TWO PODS RUNNING",
         Phase::RecoveryTimeout => "gave up",
         Phase::FaultHealed => "healed",
+        Phase::Unfenced => "unfenced",
         _ => return None,
     })
 }
@@ -114,7 +170,7 @@ fn labels(r: &Row<'_>, axis: u64) -> Vec<Label> {
         items.push((
             x(o.from_ms, axis),
             format!("write outage {}", super::text::outage_text(o)),
-            "#c0392b",
+            "#b03a2e",
         ));
     }
     items.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -324,7 +380,7 @@ fn row(out: &mut String, r: &Row<'_>, y: u32, h: u32, axis: u64, labels: &[Label
         };
         let _ = writeln!(
             out,
-            r##"<rect class="{class}" x="{:.1}" y="{}" width="{:.1}" height="8" fill="#e74c3c" opacity="0.6"><title>write outage {} ({}–{} ms from the fault)</title></rect>"##,
+            r##"<rect class="{class}" x="{:.1}" y="{}" width="{:.1}" height="8" fill="{OUTAGE}"><title>write outage {} ({}–{} ms from the fault)</title></rect>"##,
             x0,
             mid - 4,
             (x1 - x0).max(1.0),
@@ -335,7 +391,7 @@ fn row(out: &mut String, r: &Row<'_>, y: u32, h: u32, axis: u64, labels: &[Label
         if !o.restored {
             let _ = writeln!(
                 out,
-                r##"<path class="outage-open" d="M{:.1},{} l8,8 l-8,8 z" fill="#e74c3c"/>"##,
+                r##"<path class="outage-open" d="M{:.1},{} l8,8 l-8,8 z" fill="{OUTAGE}"/>"##,
                 x1,
                 mid - 8
             );
@@ -401,8 +457,8 @@ fn picture(title: &str, rows: &[Row<'_>]) -> String {
         .filter(|p| rows.iter().any(|r| r.phases.iter().any(|x| x.name == *p)))
         .collect();
     let outage = rows.iter().any(|r| r.outage.is_some());
-    let legend_items = present.len() + 1 + usize::from(outage);
-    let legend_height = legend_items.div_ceil(LEGEND_COLUMNS) as u32 * LEGEND_LINE + 4;
+    let legend_height =
+        legend_items(&present, outage).len().div_ceil(LEGEND_COLUMNS) as u32 * LEGEND_LINE + 4;
     let height = TOP + rows_height + 50 + legend_height;
     let width = LEFT + PLOT + RIGHT;
     let mut out = String::new();
@@ -449,16 +505,35 @@ fn picture(title: &str, rows: &[Row<'_>]) -> String {
     out
 }
 
-const LEGEND_COLUMNS: usize = 4;
+const LEGEND_COLUMNS: usize = 2;
 
-/// The colours in the picture, named in it (a PNG, a PDF or a file viewer shows no hover
-/// titles): the fault window, the write outage when there is one, and each phase present.
-fn legend(out: &mut String, top: u32, present: &[Phase], outage: bool) {
+/// The legend's entries: the fault window, the write outage when there is one, and each family
+/// of the phases present with the phases of it that are.
+fn legend_items(present: &[Phase], outage: bool) -> Vec<(&'static str, String)> {
     let mut items: Vec<(&str, String)> = vec![("#f5e6d3", "fault window".into())];
     if outage {
-        items.push(("#e74c3c", "write outage (▶: not restored)".into()));
+        items.push((OUTAGE, "write outage (▶: not restored)".into()));
     }
-    items.extend(present.iter().map(|p| (color(*p), p.name().to_string())));
+    for f in Family::ALL {
+        // The family's word is not repeated: `replacement: created, scheduled, …`.
+        let prefix = format!("{}-", f.name());
+        let of: Vec<&str> = present
+            .iter()
+            .filter(|p| Family::of(**p) == f)
+            .map(|p| p.name().strip_prefix(prefix.as_str()).unwrap_or(p.name()))
+            .collect();
+        if !of.is_empty() {
+            items.push((f.color(), format!("{}: {}", f.name(), of.join(", "))));
+        }
+    }
+    items
+}
+
+/// The colours in the picture, named in it (a PNG, a PDF or a file viewer shows no hover
+/// titles): the fault window, the write outage when there is one, and each family of phases
+/// present, naming its phases.
+fn legend(out: &mut String, top: u32, present: &[Phase], outage: bool) {
+    let items = legend_items(present, outage);
     let col_width = (LEFT + PLOT + RIGHT - 16) / LEGEND_COLUMNS as u32;
     for (i, (c, name)) in items.iter().enumerate() {
         let (col, line) = ((i % LEGEND_COLUMNS) as u32, (i / LEGEND_COLUMNS) as u32);
@@ -469,7 +544,7 @@ fn legend(out: &mut String, top: u32, present: &[Phase], outage: bool) {
             r##"<g class="legend"><rect x="{lx}" y="{}" width="10" height="10" fill="{c}"/><text x="{}" y="{ly}" font-size="10" fill="#333">{}</text></g>"##,
             ly - 9,
             lx + 14,
-            xml_escape(name)
+            xml_escape(&fit(name, (col_width as usize - 20) * 10 / 56))
         );
     }
 }
@@ -751,15 +826,14 @@ mod tests {
         assert!(svg.contains(">Ready 31.9s</text>"), "{svg}");
         assert!(svg.contains(">write outage ≥ 1m30s (not restored)</text>"));
         assert!(svg.contains(r#"class="outage-open""#));
+        // The legend names the families present, each with its phases that are.
         assert!(
-            svg.contains(">multi-attach-error</text>"),
+            svg.contains(">must not happen: multi-attach-error</text>"),
             "present: in the legend"
         );
-        assert!(
-            !svg.contains(">two-pods-running</text>"),
-            "absent: not in the legend"
-        );
-        assert!(!svg.contains(">node-deleted</text>"));
+        assert!(!svg.contains("two-pods-running"), "absent: not in the legend");
+        assert!(!svg.contains("node-deleted"));
+        assert!(svg.contains(">replacement: created, scheduled, running, ready</text>"));
         // The breakdown keeps the variants that did not recover, hatched.
         let b = experiment_breakdown(exp).unwrap();
         assert_eq!(b.matches(r#"class="not-recovered""#).count(), 2, "{b}");
