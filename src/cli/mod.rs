@@ -5,6 +5,7 @@ mod bundle;
 mod cleanup;
 mod compare;
 pub mod exit;
+mod history;
 mod image;
 mod push;
 mod qualify;
@@ -54,6 +55,8 @@ pub enum Command {
     Bundle(bundle::BundleArgs),
     /// Compare a candidate's results with a baseline's; exit 1 when a variant got worse.
     Compare(compare::CompareArgs),
+    /// Each variant's verdicts and times across invocations, the latest first.
+    History(history::HistoryArgs),
     /// The workload image, for clusters nodedown cannot load it into itself.
     Image(image::ImageArgs),
     /// Print the JSON Schema of experiment files or of results.json.
@@ -114,6 +117,7 @@ pub async fn dispatch(cli: Cli) -> u8 {
         Command::Report(args) => report::report(args),
         Command::Image(args) => image::image(args),
         Command::Compare(args) => compare::compare(args),
+        Command::History(args) => history::history(args),
         Command::Bundle(args) => bundle::bundle(args, cli.quiet).await,
         Command::Schema(args) => schema::print(args),
         Command::Ledger(args) => {

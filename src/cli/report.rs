@@ -53,6 +53,20 @@ pub struct ReportArgs {
     /// Pushgateway: its address (group `/metrics/job/nodedown`) or a push URL naming the group.
     #[arg(long, env = "NODEDOWN_PUSHGATEWAY", value_name = "URL")]
     pub pushgateway: Option<String>,
+    /// Also annotate the user's Grafana with the runs: per run a region from the fault to the
+    /// recovery and a point at each key phase (`POST /api/annotations`; the service account
+    /// token from `NODEDOWN_GRAFANA_TOKEN`).
+    #[arg(long, env = "NODEDOWN_GRAFANA_URL", value_name = "URL")]
+    pub grafana_url: Option<String>,
+    /// The dashboard the annotations belong to (its UID); without it they are organization
+    /// annotations.
+    #[arg(
+        long,
+        env = "NODEDOWN_GRAFANA_DASHBOARD",
+        value_name = "UID",
+        requires = "grafana_url"
+    )]
+    pub grafana_dashboard: Option<String>,
 }
 
 /// Writes `text` where `--output-file` says, else to `default` in the directory, and says
@@ -232,6 +246,9 @@ pub fn report(args: ReportArgs) -> u8 {
     if let Err(code) = super::push::check(args.pushgateway.as_deref()) {
         return code;
     }
+    if let Err(code) = super::push::check_grafana(args.grafana_url.as_deref()) {
+        return code;
+    }
     let built = match crate::store::load_legacy_curve(&args.run_dir) {
         Some(legacy) => legacy.map(|runs| report::simulated::report_of(runs, &tool_version())),
         None => build(&args.run_dir),
@@ -264,6 +281,14 @@ pub fn report(args: ReportArgs) -> u8 {
             EXIT_BAD_INPUT
         }
         Ok(r) => {
+            if let Some(url) = &args.grafana_url {
+                let annotations =
+                    report::grafana::annotations(&r, args.grafana_dashboard.as_deref());
+                if let Err(e) = super::push::annotate(url, &annotations, false) {
+                    error(e);
+                    return EXIT_HARNESS;
+                }
+            }
             if let Some(given) = &args.pushgateway {
                 if let Err(e) = super::push::push_to(given, &report::metrics::render(&r), false) {
                     error(e);

@@ -233,6 +233,26 @@ pub struct RunArgs {
         value_name = "URL"
     )]
     pub pushgateway: Option<String>,
+    /// Also annotate the user's Grafana: per run a region from the fault to the recovery and
+    /// a point at each key phase (its address; `POST /api/annotations`, the service account
+    /// token from `NODEDOWN_GRAFANA_TOKEN`). A refused annotation is a failed report (exit 3).
+    #[arg(
+        help_heading = "Output and exit code",
+        long,
+        env = "NODEDOWN_GRAFANA_URL",
+        value_name = "URL"
+    )]
+    pub grafana_url: Option<String>,
+    /// The dashboard the annotations belong to (its UID); without it they are organization
+    /// annotations, shown on any dashboard whose annotation query selects the tag `nodedown`.
+    #[arg(
+        help_heading = "Output and exit code",
+        long,
+        env = "NODEDOWN_GRAFANA_DASHBOARD",
+        value_name = "UID",
+        requires = "grafana_url"
+    )]
+    pub grafana_dashboard: Option<String>,
     /// Run side by side in this many lanes (disjoint sets of worker nodes, two per lane), or
     /// `auto`: as many as the schedulable workers make room for. Each run's workload is
     /// confined to its lane; a run that cannot share the cluster runs alone (--dry-run says
@@ -365,6 +385,9 @@ fn write_reports(out: &Path, report: &Report, step_summary: Option<&Path>) -> st
 /// `nodedown run`: plan → refuse → dispatch → invoke → report. Each step returns the exit code
 /// that ends the invocation early (bad input: 2; the harness could not: 3).
 pub async fn run(args: RunArgs, quiet: bool) -> u8 {
+    if let Err(code) = super::push::check_grafana(args.grafana_url.as_deref()) {
+        return code;
+    }
     if let Err(code) = super::push::check(args.pushgateway.as_deref()) {
         return code;
     }
@@ -801,6 +824,13 @@ fn report_and_exit(args: &RunArgs, quiet: bool, out: &Path, around: &[String]) -
                 error(e);
                 return Err(EXIT_HARNESS);
             }
+        }
+    }
+    if let Some(url) = &args.grafana_url {
+        let annotations = report::grafana::annotations(&report, args.grafana_dashboard.as_deref());
+        if let Err(e) = super::push::annotate(url, &annotations, quiet) {
+            error(e);
+            return Err(EXIT_HARNESS);
         }
     }
     match args.output {
@@ -1542,6 +1572,7 @@ fn refused_for_simulated(args: &RunArgs) -> Vec<(&'static str, &'static str)> {
         "the metrics are those of real runs; a simulated invocation's figures are in its results.json (each run's `scale`)";
     refuse(args.metrics_file.is_some(), "--metrics-file", METRICS);
     refuse(args.pushgateway.is_some(), "--pushgateway", METRICS);
+    refuse(args.grafana_url.is_some(), "--grafana-url", METRICS);
     refuse(
         args.parallel != defaults.parallel,
         "--parallel",

@@ -202,6 +202,16 @@ pub fn run_error(events: &[Event]) -> Option<String> {
 /// [`run_result`] with the ledger evidence of the run's instances. A simulated run's (provider
 /// kwok) is [`super::simulated::run_result`]: the same result, its figures folded over hundreds
 /// of instances.
+/// The wall clock of time zero (RFC 3339, ms): the run's first event's wall clock moved by the
+/// fault's offset from it on the run's monotonic clock.
+fn time_zero_wall(events: &[Event], fault_at_ms: Option<u64>) -> Option<String> {
+    let first = events.first()?;
+    let at = fault_at_ms?;
+    let wall = humantime::parse_rfc3339(&first.wall).ok()?;
+    let t0 = wall + std::time::Duration::from_millis(at.checked_sub(first.at_ms)?);
+    Some(humantime::format_rfc3339_millis(t0).to_string())
+}
+
 pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) -> RunResult {
     if run.cluster.provider == crate::spec::Provider::Kwok {
         return super::simulated::run_result(run, events);
@@ -334,6 +344,7 @@ pub fn run_result_with(run: &PlannedRun, events: &[Event], ledgers: &Ledgers) ->
             basis: z.basis.as_str().to_string(),
             requested_ms: z.requested_ms,
             returned_ms: z.returned_ms,
+            wall: time_zero_wall(events, timeline.fault_at_ms),
         }),
         phases: phase_results(&timeline),
         metrics: timeline.metrics(),

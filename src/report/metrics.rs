@@ -74,7 +74,12 @@ pub fn render(report: &Report) -> String {
     let data = family(
         &mut fams,
         "nodedown_run_data",
-        "What became of the ledger's acknowledged writes (integrity): 1 for the run's state, 0 for the others. Absent without ledger evidence.",
+        "What became of the ledger's acknowledged writes (integrity): 1 for each harm the run had (lost-writes and split-brain together when both), 0 for the others. Absent without ledger evidence.",
+    );
+    let fault_at = family(
+        &mut fams,
+        "nodedown_run_fault_timestamp_seconds",
+        "When the fault took effect (time zero, Unix seconds): where to look on a dashboard. Absent when its wall clock was not recorded.",
     );
     let metric_fams: Vec<(Metric, usize)> = Metric::ALL
         .iter()
@@ -167,6 +172,17 @@ pub fn render(report: &Report) -> String {
                     .samples
                     .push((with(&pair("data", &kebab(&s))), flag(out.data.contains(&s))));
             }
+        }
+        if let Some(t) = run
+            .time_zero
+            .as_ref()
+            .and_then(|z| z.wall.as_deref())
+            .and_then(|w| humantime::parse_rfc3339(w).ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        {
+            fams[fault_at]
+                .samples
+                .push((with(""), (t.as_millis() as f64) / 1000.0));
         }
         for (m, i) in &metric_fams {
             if let Some(ms) = run.metrics.get(m) {

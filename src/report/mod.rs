@@ -5,6 +5,8 @@ pub mod assemble;
 pub mod compare;
 #[cfg(test)]
 mod fixtures;
+pub mod grafana;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod junit;

@@ -414,6 +414,10 @@ pub struct TimeZeroResult {
     /// When the call that applied the fault returned, ms relative to time zero.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub returned_ms: Option<i64>,
+    /// Time zero on the wall clock (RFC 3339, ms): what every `atMs` counts from, for
+    /// dashboards and logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall: Option<String>,
 }
 
 /// The write outage: from the last write acknowledged before the fault to the first new write

@@ -626,7 +626,11 @@ pub fn html(sheet: &Sheet) -> String {
         };
         // The reason's first line in the cell, the rest folded (a failed row's evidence runs
         // to dozens of lines).
-        let verdict = match r.reason.as_deref().map(|w| w.split_once('\n').unwrap_or((w, ""))) {
+        let verdict = match r
+            .reason
+            .as_deref()
+            .map(|w| w.split_once('\n').unwrap_or((w, "")))
+        {
             Some((first, "")) => format!("{}: {}", r.verdict.as_str(), xml_escape(first)),
             Some((first, rest)) => format!(
                 "{}: {}<details><summary>{} more lines</summary><pre>{}</pre></details>",

@@ -567,7 +567,6 @@ pub fn curve_table(results: &[&RunResult], width: Option<usize>) -> String {
     let mut out = super::table::wrap(BANNER, width, "  ");
     out.push_str("\n\n");
     let rows: Vec<Vec<String>> = scaled(results)
-        .into_iter()
         .map(|(r, s)| {
             let fig = |m: M| s.milestones.iter().find(|f| f.milestone == m);
             let all = |m: M| match fig(m) {

@@ -457,8 +457,11 @@ fn picture(title: &str, rows: &[Row<'_>]) -> String {
         .filter(|p| rows.iter().any(|r| r.phases.iter().any(|x| x.name == *p)))
         .collect();
     let outage = rows.iter().any(|r| r.outage.is_some());
-    let legend_height =
-        legend_items(&present, outage).len().div_ceil(LEGEND_COLUMNS) as u32 * LEGEND_LINE + 4;
+    let legend_height = legend_items(&present, outage)
+        .len()
+        .div_ceil(LEGEND_COLUMNS) as u32
+        * LEGEND_LINE
+        + 4;
     let height = TOP + rows_height + 50 + legend_height;
     let width = LEFT + PLOT + RIGHT;
     let mut out = String::new();
@@ -831,7 +834,10 @@ mod tests {
             svg.contains(">must not happen: multi-attach-error</text>"),
             "present: in the legend"
         );
-        assert!(!svg.contains("two-pods-running"), "absent: not in the legend");
+        assert!(
+            !svg.contains("two-pods-running"),
+            "absent: not in the legend"
+        );
         assert!(!svg.contains("node-deleted"));
         assert!(svg.contains(">replacement: created, scheduled, running, ready</text>"));
         // The breakdown keeps the variants that did not recover, hatched.

@@ -38,6 +38,8 @@ const HEADER: [&str; 7] = [
 
 /// The rows' indent under their experiment's line.
 const INDENT: &str = "  ";
+/// A grid's last column is never cut to fewer characters than this (the line overflows).
+const GRID_MIN: usize = 10;
 /// With less room than this DETAIL goes on a line of its own under its row.
 const DETAIL_MIN: usize = 24;
 
@@ -103,7 +105,7 @@ fn row(run: &RunResult, numbered: bool) -> [String; 7] {
 
 /// A plain terminal grid for the other tables (a qualification sheet, a simulated curve): the
 /// header, then a row each, columns two spaces apart; the last column is cut with `…` to fit
-/// `width` (never below [`DETAIL_MIN`]). No colour.
+/// `width` (never below [`GRID_MIN`]). No colour.
 pub fn grid(header: &[&str], rows: &[Vec<String>], width: Option<usize>) -> String {
     let n = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -114,7 +116,7 @@ pub fn grid(header: &[&str], rows: &[Vec<String>], width: Option<usize>) -> Stri
     }
     if let Some(width) = width {
         let before: usize = widths[..n - 1].iter().sum::<usize>() + 2 * (n - 1);
-        widths[n - 1] = widths[n - 1].min(width.saturating_sub(before).max(DETAIL_MIN));
+        widths[n - 1] = widths[n - 1].min(width.saturating_sub(before).max(GRID_MIN));
     }
     let line = |cells: Vec<String>| {
         let mut l = String::new();
