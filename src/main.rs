@@ -19,6 +19,7 @@ fn main() -> std::process::ExitCode {
             | nodedown::cli::Command::Validate(_)
             | nodedown::cli::Command::Compare(_)
             | nodedown::cli::Command::Schema(_)
+            | nodedown::cli::Command::History(_)
     ) {
         // These only read files and print: a reader that went away (`| head -1`) ends them
         // quietly, as it ends kubectl or grep, instead of a panic on the failed print. Commands

@@ -1,6 +1,6 @@
 //! `nodedown history DIR…`: each variant's verdicts and times across invocations.
 
-use super::{error, EXIT_BAD_INPUT, EXIT_HARNESS, EXIT_OK};
+use super::{error, EXIT_BAD_INPUT, EXIT_HARNESS};
 use crate::report::history;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -70,20 +70,6 @@ pub fn history(args: HistoryArgs) -> u8 {
         HistoryFormat::Html => history::html(&h, n),
         HistoryFormat::Json => serde_json::to_string_pretty(&h).expect("history serializes") + "\n",
     };
-    match &args.output_file {
-        Some(p) if p.as_os_str() != "-" => match std::fs::write(p, text) {
-            Ok(()) => {
-                eprintln!("wrote {}", p.display());
-                EXIT_OK
-            }
-            Err(e) => {
-                error(format!("cannot write {}: {e}", p.display()));
-                EXIT_HARNESS
-            }
-        },
-        _ => {
-            print!("{text}");
-            EXIT_OK
-        }
-    }
+    let to = args.output_file.as_deref().filter(|p| p.as_os_str() != "-");
+    super::report::write_or_print(to, &text)
 }

@@ -78,12 +78,17 @@ fn emit(args: &ReportArgs, default: &Path, text: &str) -> u8 {
         (Format::Html, None) => Some(default.to_path_buf()),
         _ => None,
     };
+    write_or_print(to.as_deref(), text)
+}
+
+/// `text` into the file `to` (saying so on stderr), or on stdout without one.
+pub(super) fn write_or_print(to: Option<&Path>, text: &str) -> u8 {
     match to {
         None => {
             print!("{text}");
             EXIT_OK
         }
-        Some(p) => match std::fs::write(&p, text) {
+        Some(p) => match std::fs::write(p, text) {
             Ok(()) => {
                 eprintln!("wrote {}", p.display());
                 EXIT_OK

@@ -110,14 +110,7 @@ pub fn annotations(report: &Report, dashboard: Option<&str>) -> Vec<Annotation> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn recorded(name: &str) -> Report {
-        let path = format!(
-            "{}/tests/fixtures/runs/{name}/results.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        crate::report::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::report::fixtures::recorded;
 
     /// The recorded node-shutdown invocation: a region per run from its time zero (its wall
     /// clock in results.json), the taint run's ending at Ready, the `none` run's at the

@@ -166,6 +166,14 @@ fn last_passed(v: &VariantHistory) -> String {
     }
 }
 
+/// `same` when every point ran one spec, else how many.
+fn spec_cell(v: &VariantHistory) -> String {
+    match v.specs() {
+        1 => "same".into(),
+        n => format!("{n} specs"),
+    }
+}
+
 /// For a terminal: a row per variant — its verdicts the latest first (✓ ✗ ?), pass count,
 /// when it last passed, its time-to-ready over the latest runs — cut to `width`.
 pub fn table(history: &[VariantHistory], invocations: usize, width: Option<usize>) -> String {
@@ -177,11 +185,7 @@ pub fn table(history: &[VariantHistory], invocations: usize, width: Option<usize
                 marks(v),
                 pass_rate(v),
                 last_passed(v),
-                if v.specs() > 1 {
-                    format!("{} specs", v.specs())
-                } else {
-                    "same".into()
-                },
+                spec_cell(v),
                 readies(v, 8),
             ]
         })
@@ -240,11 +244,7 @@ pub fn markdown(history: &[VariantHistory], invocations: usize) -> String {
             v.variant,
             pass_rate(v),
             last_passed(v),
-            if v.specs() > 1 {
-                format!("{} specs", v.specs())
-            } else {
-                "same".into()
-            },
+            spec_cell(v),
             readies(v, 8),
             outages.join(" ")
         );
@@ -432,14 +432,7 @@ fn chart(v: &VariantHistory) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn recorded(name: &str) -> Report {
-        let path = format!(
-            "{}/tests/fixtures/runs/{name}/results.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        crate::report::json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::report::fixtures::recorded;
 
     /// Three invocations of one experiment (the recorded node-shutdown run, and two copies
     /// with its taint run made later, one of them failing its bound — synthetic, derived from

@@ -140,7 +140,7 @@ fn run_section(out: &mut String, r: &RunResult, file: &str, dir: Option<&str>) {
     }
     let _ = writeln!(
         out,
-        "<table><tr><th>phase{}</th><th>from the fault</th></tr>",
+        "<table><tr><th>phase{}</th><th>from the fault</th><th>wall clock (UTC)</th></tr>",
         r.fleet
             .as_ref()
             .and_then(|f| f.slowest_instance.as_deref())
@@ -152,7 +152,12 @@ fn run_section(out: &mut String, r: &RunResult, file: &str, dir: Option<&str>) {
             Some(s) => format!("{}–{} (watch gap)", fmt_ms(s), fmt_ms(p.at_ms)),
             None => fmt_ms(p.at_ms),
         };
-        let _ = writeln!(out, "<tr><td>{}</td><td>{at}</td></tr>", p.name);
+        let wall = super::text::wall_at(r, p.at_ms).unwrap_or_else(|| "—".into());
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{at}</td><td>{wall}</td></tr>",
+            p.name
+        );
     }
     let _ = writeln!(out, "</table>");
     if let Some(i) = &r.integrity {

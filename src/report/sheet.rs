@@ -624,22 +624,30 @@ pub fn html(sheet: &Sheet) -> String {
             RowVerdict::Unknown => "unknown",
             RowVerdict::NotApplicable => "na",
         };
-        // The reason's first line in the cell, the rest folded (a failed row's evidence runs
-        // to dozens of lines).
-        let verdict = match r
+        // The reason's first part in the cell, the rest folded (a failed row's reason names
+        // each run's failed expectations: dozens of them).
+        let parts: Vec<&str> = r
             .reason
             .as_deref()
-            .map(|w| w.split_once('\n').unwrap_or((w, "")))
-        {
-            Some((first, "")) => format!("{}: {}", r.verdict.as_str(), xml_escape(first)),
-            Some((first, rest)) => format!(
-                "{}: {}<details><summary>{} more lines</summary><pre>{}</pre></details>",
+            .map(|w| {
+                w.split(['\n', ';'])
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let verdict = match parts.as_slice() {
+            [] => r.verdict.as_str().to_string(),
+            [one] => format!("{}: {}", r.verdict.as_str(), xml_escape(one)),
+            [first, rest @ ..] => format!(
+                "{}: {}<details><summary>{} more</summary><ul>{}</ul></details>",
                 r.verdict.as_str(),
                 xml_escape(first),
-                rest.lines().count(),
-                xml_escape(rest)
+                rest.len(),
+                rest.iter()
+                    .map(|p| format!("<li>{}</li>", xml_escape(p)))
+                    .collect::<String>()
             ),
-            None => r.verdict.as_str().to_string(),
         };
         let ready = ready_cell(r);
         let bar = bar(&r.where_the_time_went, axis);
@@ -734,7 +742,7 @@ fn bar(parts: &[SegmentMedian], axis: Axis) -> String {
     if total == 0 {
         return "—".into();
     }
-    let (width, height, bar_h) = (Axis::WIDTH + 110.0, 34.0, 20.0);
+    let (width, height, bar_h) = (Axis::WIDTH + 140.0, 34.0, 20.0);
     let mut svg = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">"#
     );

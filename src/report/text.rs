@@ -195,6 +195,14 @@ pub(crate) fn fold_lines(text: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// The wall clock `ms` after `run`'s time zero (RFC 3339, UTC, ms), when its time zero's wall
+/// clock was recorded.
+pub(crate) fn wall_at(run: &RunResult, ms: u64) -> Option<String> {
+    let wall = run.time_zero.as_ref()?.wall.as_deref()?;
+    let t0 = humantime::parse_rfc3339(wall).ok()?;
+    Some(humantime::format_rfc3339_millis(t0 + std::time::Duration::from_millis(ms)).to_string())
+}
+
 /// The page's title: the experiments' names, and how many runs failed or stayed unknown —
 /// `nodedown: node-shutdown — 1 of 2 failed`.
 pub(crate) fn title(report: &super::Report) -> String {
