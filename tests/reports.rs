@@ -170,6 +170,17 @@ fn lost_writes_are_never_merged_into_a_split_brain() {
     assert_eq!(sample("split-brain"), "1");
     assert_eq!(sample("intact"), "0");
     assert!(prom.contains("nodedown_run_lost_acknowledged_writes{"));
+    // The page shows the two writers as a table, and the integrity summary once.
+    let (_, html) = stdout(nodedown().args(["report", dir, "-o", "html", "--output-file", "-"]));
+    assert!(html.contains("<th>writer</th>"), "{html}");
+    assert_eq!(html.matches("<tr><td>1</td><td>ledger-0 (").count(), 1);
+    assert_eq!(html.matches("<tr><td>2</td><td>ledger-0 (").count(), 1);
+    assert_eq!(
+        html.matches("39 acknowledged writes lost: seqs 47..=85")
+            .count(),
+        1,
+        "the checker's summary once, above its evidence (it was four times)"
+    );
 }
 
 /// `nodedown history` over three invocations of one experiment (the recording, the

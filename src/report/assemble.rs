@@ -88,6 +88,24 @@ fn instance_parts(
         corrupt: r.corrupt.count,
         split_brain: r.split_brain.detected,
         evidence: r.evidence(),
+        incarnations: r
+            .incarnations
+            .iter()
+            .map(|w| super::WriterResult {
+                pod: w.incarnation.pod.clone(),
+                pod_uid: w.incarnation.pod_uid.clone(),
+                node: w.incarnation.node.clone(),
+                started: humantime::format_rfc3339_millis(
+                    std::time::UNIX_EPOCH
+                        + std::time::Duration::from_millis(w.incarnation.started_ms),
+                )
+                .to_string(),
+                records: w.count,
+                first_seq: w.first_seq,
+                last_seq: w.last_seq,
+                acked_up_to: w.max_acked_seq,
+            })
+            .collect(),
     });
     InstanceParts {
         name,
@@ -149,6 +167,7 @@ fn fleet_integrity(parts: &[InstanceParts]) -> Option<IntegrityResult> {
         corrupt: with.iter().map(|(_, i)| i.corrupt).sum(),
         split_brain: with.iter().any(|(_, i)| i.split_brain),
         evidence,
+        incarnations: vec![],
         // The instance whose ledger shows the most records through the fence.
         fence: with
             .iter()

@@ -169,12 +169,41 @@ fn run_section(out: &mut String, r: &RunResult, file: &str, dir: Option<&str>) {
             .trim_start_matches('\n');
         let _ = writeln!(
             out,
-            r#"<p id="{}-integrity">integrity {}: {}</p><pre>{}</pre>"#,
+            r#"<p id="{}-integrity">integrity {}: {}</p>"#,
             xml_escape(&r.id),
             badge(i.verdict),
             xml_escape(&i.summary),
-            folded(rest)
         );
+        // Who wrote what, as a table; the same lines are left out of the evidence below it.
+        let rest = if i.incarnations.is_empty() {
+            rest.to_string()
+        } else {
+            let _ = writeln!(
+                out,
+                "<table><tr><th>writer</th><th>pod (uid)</th><th>node</th><th>started</th><th>records</th><th>seqs (first…last)</th><th>acked up to</th></tr>"
+            );
+            for (n, w) in i.incarnations.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "<tr><td>{}</td><td>{} ({}…)</td><td>{}</td><td>{}</td><td>{}</td><td>{}…{}</td><td>{}</td></tr>",
+                    n + 1,
+                    xml_escape(&w.pod),
+                    xml_escape(&w.pod_uid.chars().take(8).collect::<String>()),
+                    xml_escape(&w.node),
+                    xml_escape(&w.started),
+                    w.records,
+                    w.first_seq,
+                    w.last_seq,
+                    w.acked_up_to.map_or("—".into(), |s| s.to_string())
+                );
+            }
+            let _ = writeln!(out, "</table>");
+            rest.lines()
+                .filter(|l| !l.starts_with("  writer "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let _ = writeln!(out, "<pre>{}</pre>", folded(&rest));
     }
     let _ = writeln!(out, "</section>");
 }

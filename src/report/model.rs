@@ -384,10 +384,32 @@ pub struct IntegrityResult {
     pub split_brain: bool,
     /// Offsets, sequence numbers, incarnations and nodes behind the verdict.
     pub evidence: String,
+    /// The ledger's writers (pod incarnations), in order of first appearance: who wrote which
+    /// records. Empty in a fleet's sum (each instance lists its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incarnations: Vec<WriterResult>,
     /// A storage-fenced run: whether the fence held (no record of the fenced node written
     /// while it was fenced), and what the node wrote after the fence was lifted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<crate::integrity::FenceEfficacy>,
+}
+
+/// One writer of a ledger: a pod incarnation and what it wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriterResult {
+    pub pod: String,
+    pub pod_uid: String,
+    pub node: String,
+    /// When the writer started, on its own clock (RFC 3339).
+    pub started: String,
+    pub records: u64,
+    /// The sequence numbers of its first and last record in file order.
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// The highest of its sequence numbers acknowledged to the client; absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_up_to: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
