@@ -44,8 +44,7 @@ const MARKED: [Phase; 9] = [
 
 /// Epoch ms of time zero of `run`, from its recorded wall clock.
 fn zero_ms(run: &RunResult) -> Option<i64> {
-    let wall = run.time_zero.as_ref()?.wall.as_deref()?;
-    let t = humantime::parse_rfc3339(wall).ok()?;
+    let t = run.time_zero_at()?;
     let ms = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
     i64::try_from(ms).ok()
 }

@@ -132,6 +132,15 @@ fn marks(v: &VariantHistory) -> String {
     v.points.iter().map(|p| verdict_mark(p.verdict)).collect()
 }
 
+/// A point's write outage: `21.1s`, `≥ 1m30s` (still open when the watch ended), `—`.
+fn outage(p: &Point) -> String {
+    match (p.write_outage_ms, p.write_outage_open) {
+        (Some(ms), true) => crate::units::fmt_at_least(ms),
+        (Some(ms), false) => fmt_ms(ms),
+        (None, _) => "—".into(),
+    }
+}
+
 fn ready(p: &Point) -> String {
     p.time_to_ready_ms.map_or("—".into(), fmt_ms)
 }
@@ -227,16 +236,7 @@ pub fn markdown(history: &[VariantHistory], invocations: usize) -> String {
                 Verdict::Unknown => "❔",
             })
             .collect();
-        let outages: Vec<String> = v
-            .points
-            .iter()
-            .take(8)
-            .map(|p| match (p.write_outage_ms, p.write_outage_open) {
-                (Some(ms), true) => format!("≥ {}", fmt_ms(ms)),
-                (Some(ms), false) => fmt_ms(ms),
-                (None, _) => "—".into(),
-            })
-            .collect();
+        let outages: Vec<String> = v.points.iter().take(8).map(outage).collect();
         let _ = writeln!(
             out,
             "| `{}/{}` | {icons} | {} | {} | {} | {} | {} |",
@@ -294,11 +294,7 @@ pub fn html(history: &[VariantHistory], invocations: usize) -> String {
                 xml_escape(&p.invocation),
                 xml_escape(p.started.as_deref().unwrap_or("—")),
                 ready(p),
-                match (p.write_outage_ms, p.write_outage_open) {
-                    (Some(ms), true) => format!("≥ {}", fmt_ms(ms)),
-                    (Some(ms), false) => fmt_ms(ms),
-                    (None, _) => "—".into(),
-                },
+                outage(p),
                 p.data
                     .iter()
                     .map(|d| d.word())

@@ -174,10 +174,7 @@ pub fn render(report: &Report) -> String {
             }
         }
         if let Some(t) = run
-            .time_zero
-            .as_ref()
-            .and_then(|z| z.wall.as_deref())
-            .and_then(|w| humantime::parse_rfc3339(w).ok())
+            .time_zero_at()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         {
             fams[fault_at]

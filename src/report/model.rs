@@ -442,6 +442,14 @@ pub struct TimeZeroResult {
     pub wall: Option<String>,
 }
 
+impl RunResult {
+    /// Time zero on the wall clock (`timeZero.wall`), when it was recorded.
+    pub fn time_zero_at(&self) -> Option<std::time::SystemTime> {
+        let wall = self.time_zero.as_ref()?.wall.as_deref()?;
+        humantime::parse_rfc3339(wall).ok()
+    }
+}
+
 /// The write outage: from the last write acknowledged before the fault to the first new write
 /// acknowledged after it while the failover was watched, on the harness's clock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -198,8 +198,7 @@ pub(crate) fn fold_lines(text: &str) -> Vec<(String, Vec<String>)> {
 /// The wall clock `ms` after `run`'s time zero (RFC 3339, UTC, ms), when its time zero's wall
 /// clock was recorded.
 pub(crate) fn wall_at(run: &RunResult, ms: u64) -> Option<String> {
-    let wall = run.time_zero.as_ref()?.wall.as_deref()?;
-    let t0 = humantime::parse_rfc3339(wall).ok()?;
+    let t0 = run.time_zero_at()?;
     Some(humantime::format_rfc3339_millis(t0 + std::time::Duration::from_millis(ms)).to_string())
 }
 
