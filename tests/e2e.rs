@@ -23,7 +23,7 @@ static CLUSTER: Mutex<()> = Mutex::new(());
 /// A temporary directory for a test's output; kept after the test when `NODEDOWN_E2E_KEEP` is
 /// set (scripts/test sets it, so a failure in CI leaves its run directories to look at, named
 /// `nodedown-e2e-*` in the temp dir).
-fn tempdir() -> tempfile::TempDir {
+fn tempdir() -> TestDir {
     let dir = tempfile::Builder::new()
         .prefix("nodedown-e2e-")
         .disable_cleanup(std::env::var_os("NODEDOWN_E2E_KEEP").is_some())
@@ -32,7 +32,31 @@ fn tempdir() -> tempfile::TempDir {
     MADE.lock()
         .unwrap_or_else(|p| p.into_inner())
         .push(dir.path().to_path_buf());
-    dir
+    TestDir(dir)
+}
+
+/// A test's output directory, deleted when the test passes and kept when it fails (its path
+/// on stderr): the runs' events.jsonl and journals are the evidence of what went wrong — a
+/// failure that happens once in many suites is otherwise lost with its directory.
+struct TestDir(tempfile::TempDir);
+
+impl std::ops::Deref for TestDir {
+    type Target = tempfile::TempDir;
+    fn deref(&self) -> &tempfile::TempDir {
+        &self.0
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.disable_cleanup(true);
+            eprintln!(
+                "kept the failed test's output for its evidence: {}",
+                self.0.path().display()
+            );
+        }
+    }
 }
 
 fn cluster_name() -> String {
@@ -1120,11 +1144,7 @@ fn not_passed(runs: &[nodedown::report::RunResult]) -> String {
 fn run_experiment(
     file: &str,
     only: &[&str],
-) -> (
-    std::process::ExitStatus,
-    nodedown::report::Report,
-    tempfile::TempDir,
-) {
+) -> (std::process::ExitStatus, nodedown::report::Report, TestDir) {
     let out = tempdir();
     let dir = out.path().join("run");
     let mut cmd = nodedown();
@@ -2787,10 +2807,7 @@ fn simulated_nodes(ctx: &str) -> serde_json::Value {
 /// 16 s grace period, the taint still pending). Then: exit 130, no out-of-service taint and
 /// every simulated node handed back to kwok (managed `up`) — also after the moment the pending
 /// taint would have landed; the interrupted run is an error case in junit.xml.
-fn simulated_run_interrupted_mid_remediation(
-    name: &str,
-    dir: &tempfile::TempDir,
-) -> Result<(), String> {
+fn simulated_run_interrupted_mid_remediation(name: &str, dir: &TestDir) -> Result<(), String> {
     let ctx = format!("kind-{name}");
     let exp = dir.path().join("sim-interrupt.yaml");
     std::fs::write(
